@@ -1,0 +1,110 @@
+package safetensors
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// File is an open, validated safetensors file. Tensor bytes are read through
+// section readers or an mmapped view; nothing is loaded eagerly.
+type File struct {
+	Path string
+	*Header
+	f    *os.File
+	size int64
+
+	seekMu  sync.Mutex
+	mapOnce sync.Once
+	mapped  []byte
+	mapErr  error
+}
+
+// Open opens and validates path.
+func Open(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%s is a directory, not a .safetensors file", path)
+	}
+	h, err := ReadHeader(f, st.Size(), path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &File{Path: path, Header: h, f: f, size: st.Size()}, nil
+}
+
+// Size is the file's length in bytes.
+func (f *File) Size() int64 { return f.size }
+
+// OSFile exposes the underlying file for zero-copy transfers.
+func (f *File) OSFile() *os.File { return f.f }
+
+// Reader returns a reader over the stored bytes of t.
+func (f *File) Reader(t Tensor) *io.SectionReader {
+	return io.NewSectionReader(f.f, f.DataStart()+t.Begin, t.Size())
+}
+
+// Bytes returns the stored bytes of t as a read-only mmapped view (or a
+// buffered copy where mmap is not available). The view is valid until Close.
+func (f *File) Bytes(t Tensor) ([]byte, error) {
+	f.mapOnce.Do(func() { f.mapped, f.mapErr = mmapFile(f.f, f.size) })
+	if f.mapErr != nil {
+		buf := make([]byte, t.Size())
+		_, err := f.Reader(t).ReadAt(buf, 0)
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		return buf, nil
+	}
+	start := f.DataStart() + t.Begin
+	return f.mapped[start : start+t.Size() : start+t.Size()], nil
+}
+
+// Float32 decodes a float tensor (F32, F16, BF16, F64) into a new slice.
+func (f *File) Float32(t Tensor) ([]float32, error) {
+	b, err := f.Bytes(t)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, t.Elements())
+	if err := DecodeFloat32(out, t.DType, b); err != nil {
+		return nil, fmt.Errorf("%s: tensor %q: %w", f.Path, t.Name, err)
+	}
+	return out, nil
+}
+
+// Close releases the file and any mapping.
+func (f *File) Close() error {
+	if f.mapped != nil {
+		munmap(f.mapped)
+		f.mapped = nil
+	}
+	return f.f.Close()
+}
+
+// CopyTensor returns a Source.WriteTo that copies t's stored bytes. Copies
+// from one file to another go through copy_file_range (the kernel moves the
+// bytes; user memory stays flat), which is why this seeks the shared file
+// descriptor instead of using a SectionReader: os.File only takes that fast
+// path for an io.LimitedReader over an *os.File. Calls are serialized.
+func (f *File) CopyTensor(t Tensor) func(io.Writer) error {
+	return func(w io.Writer) error {
+		f.seekMu.Lock()
+		defer f.seekMu.Unlock()
+		if _, err := f.f.Seek(f.DataStart()+t.Begin, io.SeekStart); err != nil {
+			return err
+		}
+		return FromReader(f.f, t.Size())(w)
+	}
+}
