@@ -1,0 +1,158 @@
+// Package engine defines how edgectl runs a model, whatever runs it: the
+// built-in pure-Go CPU engine (engine/cpu), the vendor NPU CLI driven through
+// a PTY, or an HTTP upstream. `serve` schedules requests onto these
+// interfaces only, so every backend gets the same API, queueing and
+// telemetry.
+//
+// The shapes are: an Engine loads a Model from a path; a Model opens
+// Sessions; a Session holds one conversation's state (KV cache, or the
+// vendor process's context) and generates tokens for a Request, streaming
+// them to a callback.
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Engine loads models of the formats it understands.
+type Engine interface {
+	// Name identifies the backend ("cpu", "axcl", "upstream").
+	Name() string
+	// Load opens the model at path (a checkpoint directory, .gguf, .h1b or
+	// compiled model directory). It returns ErrUnsupported when this engine
+	// cannot run that path.
+	Load(ctx context.Context, path string, opts LoadOptions) (Model, error)
+}
+
+// LoadOptions tune how a model is loaded.
+type LoadOptions struct {
+	// ContextLength caps the KV cache (0: the model's own limit).
+	ContextLength int
+	// Threads for CPU work (0: all cores).
+	Threads int
+}
+
+// Model is a loaded model.
+type Model interface {
+	Info() ModelInfo
+	// NewSession starts an empty conversation.
+	NewSession() (Session, error)
+	// Close releases weights, mappings and processes.
+	Close() error
+}
+
+// Session is one conversation. A Session is used by one goroutine at a time.
+type Session interface {
+	// Generate feeds the request's input and generates until a stop
+	// condition, calling emit for each piece of text as it is produced.
+	// An error from emit stops generation and is returned. Cancelling ctx
+	// stops generation and returns ctx.Err().
+	Generate(ctx context.Context, req Request, emit func(Token) error) (Result, error)
+	// Reset forgets the conversation (the KV cache), keeping the weights.
+	Reset() error
+	Close() error
+}
+
+// ModelInfo describes a loaded model for /api/show, /api/tags and logs.
+type ModelInfo struct {
+	Name          string `json:"name"`
+	Architecture  string `json:"architecture"` // llama, qwen2, qwen3, bitnet, …
+	Format        string `json:"format"`       // safetensors, gguf, h1b, axmodel
+	Quantization  string `json:"quantization"` // F32, F16, BF16, TQ2_0, TQ1_0, sherry, halo2, tq1h, w8a16, …
+	Parameters    int64  `json:"parameters"`   // parameter count, 0 if unknown
+	ContextLength int    `json:"context_length"`
+	VocabSize     int    `json:"vocab_size"`
+	SizeBytes     int64  `json:"size_bytes"` // memory the model holds while loaded
+	ChatTemplate  string `json:"chat_template,omitempty"`
+	EOSTokenIDs   []int  `json:"eos_token_ids,omitempty"`
+}
+
+// Message is one chat turn.
+type Message struct {
+	Role    string `json:"role"` // system, user, assistant, tool
+	Content string `json:"content"`
+}
+
+// Request is what to generate. Exactly one of Messages or Prompt is used:
+// Messages go through the model's chat template; Prompt is tokenized as is
+// (with BOS when the tokenizer wants one).
+type Request struct {
+	Messages []Message
+	Prompt   string
+	// AddGenerationPrompt ends the templated conversation with the
+	// assistant's header (true for chat completions).
+	AddGenerationPrompt bool
+
+	MaxTokens int      // 0: until a stop condition or the context is full
+	Stop      []string // stop strings; the stop string itself is not emitted
+	Sampling  Sampling
+}
+
+// Sampling parameters. Zero values mean "the backend's default" except
+// Temperature, where a nil pointer means default and 0 means greedy.
+type Sampling struct {
+	Temperature   *float64
+	TopK          int     // 0: off
+	TopP          float64 // 0 or 1: off
+	MinP          float64 // 0: off
+	RepeatPenalty float64 // 0 or 1: off
+	RepeatLastN   int     // window for RepeatPenalty (0: 64)
+	Seed          *int64  // nil: random
+}
+
+// Token is one emitted piece of output.
+type Token struct {
+	ID   int    // token id, -1 when the backend only reports text
+	Text string // decoded text (may be empty while a UTF-8 sequence is incomplete)
+}
+
+// Finish reasons, as OpenAI spells them.
+const (
+	FinishStop   = "stop"   // eos token or stop string
+	FinishLength = "length" // MaxTokens or the context limit
+)
+
+// Result reports how a generation went: what serve turns into usage,
+// Ollama's duration fields and the telemetry block.
+type Result struct {
+	FinishReason     string
+	PromptTokens     int
+	CompletionTokens int
+	// TTFT is the time from the start of Generate to the first emitted token.
+	TTFT time.Duration
+	// PrefillDuration covers prompt processing; DecodeDuration the rest.
+	PrefillDuration time.Duration
+	DecodeDuration  time.Duration
+	// Extra holds backend-specific telemetry (e.g. "npu_cmm_remain_mb").
+	Extra map[string]any
+}
+
+// DecodeTPS is completion tokens per second of decode time.
+func (r Result) DecodeTPS() float64 {
+	if r.DecodeDuration <= 0 || r.CompletionTokens == 0 {
+		return 0
+	}
+	n := r.CompletionTokens
+	if n > 1 { // the first token comes out of prefill
+		n--
+	}
+	return float64(n) / r.DecodeDuration.Seconds()
+}
+
+// PrefillTPS is prompt tokens per second of prefill time.
+func (r Result) PrefillTPS() float64 {
+	if r.PrefillDuration <= 0 {
+		return 0
+	}
+	return float64(r.PromptTokens) / r.PrefillDuration.Seconds()
+}
+
+// Errors backends return so callers can map them to API errors.
+var (
+	// ErrUnsupported: this engine cannot load that path (try another lane).
+	ErrUnsupported = errors.New("unsupported model format")
+	// ErrContextFull: the prompt does not fit the context window.
+	ErrContextFull = errors.New("context window exceeded")
+)
