@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/edgectl/edgectl/doctor"
+	"github.com/edgectl/edgectl/internal/cli"
+)
+
+func init() { register(newDoctorCmd) }
+
+type doctorOptions struct {
+	Dir        string
+	Target     string
+	KVCacheLen int
+}
+
+func newDoctorCmd(io *cli.IO) *cobra.Command {
+	return newDoctorCmdWith(io, runDoctor)
+}
+
+func newDoctorCmdWith(io *cli.IO, runF func(context.Context, *cli.IO, *doctorOptions) error) *cobra.Command {
+	o := &doctorOptions{}
+	cmd := &cobra.Command{
+		Use:   "doctor DIR",
+		Short: "Check a checkpoint against the NPU toolchain and say how to fix what fails",
+		Long: `Checks a Hugging Face checkpoint for the faults that make the Axera toolchain
+fail (eos_token_id arrays, 0-byte configs, KV lengths not of the form 128·k−1,
+missing norm tensors, unquantized weights, MoE, dtypes the compiler rejects, …).
+Each finding has a severity, its evidence and the command that fixes it.
+
+Exit codes: 0 pass, 3 only fixable findings, 4 blocking findings, 1 error.`,
+		Example: `  edgectl doctor ./Qwen3-1.7B
+  edgectl doctor ./gemma-3-1b-it --kv-cache-len 2048 --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Dir = args[0]
+			return runF(cmd.Context(), io, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Target, "target", "ax650", "target NPU: ax650 (AX650N/AX650A/AX8850, AX-M1)")
+	cmd.Flags().IntVar(&o.KVCacheLen, "kv-cache-len", 0, "KV-cache length you plan to build with")
+	return cmd
+}
+
+func runDoctor(ctx context.Context, io *cli.IO, o *doctorOptions) error {
+	r, err := doctor.Check(o.Dir, doctor.Options{Target: o.Target, KVCacheLen: o.KVCacheLen})
+	if err != nil {
+		return err
+	}
+	if io.JSON {
+		if err := io.WriteJSON(r); err != nil {
+			return err
+		}
+	} else {
+		io.Printf("%s (target %s): %s\n", r.Path, r.Target, r.Verdict)
+		for _, f := range r.Findings {
+			io.Printf("  %-9s %-20s %s\n", f.Severity, f.ID, f.Message)
+			io.Printf("  %-9s %-20s evidence: %s\n", "", "", f.Evidence)
+			if f.Fix != "" {
+				io.Printf("  %-9s %-20s fix: %s\n", "", "", f.Fix)
+			}
+		}
+	}
+	if code := r.ExitCode(); code != cli.ExitOK {
+		return &silentError{code: code}
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+
+	"github.com/edgectl/edgectl/format/half"
+)
+
+// floatRows is a float matrix in its stored dtype (F32, F16 or BF16),
+// usually an mmapped view: the embedding table (row lookups) and float
+// linears, including a tied LM head, without a widened copy in memory.
+type floatRows struct {
+	raw  []byte
+	f32  []float32 // raw viewed as float32 when dt is F32 and aligned
+	dt   string
+	r, c int
+}
+
+func newFloatRows(raw []byte, dt string, rows, cols int) (*floatRows, error) {
+	per := map[string]int{"F32": 4, "F16": 2, "BF16": 2}[dt]
+	if per == 0 {
+		return nil, fmt.Errorf("dtype %s is not a float matrix type (want F32, F16 or BF16)", dt)
+	}
+	if len(raw) != rows*cols*per {
+		return nil, fmt.Errorf("%d bytes for a %d×%d %s matrix (want %d)", len(raw), rows, cols, dt, rows*cols*per)
+	}
+	m := &floatRows{raw: raw, dt: dt, r: rows, c: cols}
+	if dt == "F32" {
+		if uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%4 == 0 {
+			m.f32 = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(raw))), rows*cols)
+		} else {
+			m.f32 = make([]float32, rows*cols)
+			for i := range m.f32 {
+				m.f32[i] = float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+			}
+		}
+	}
+	return m, nil
+}
+
+// row widens row i into dst.
+func (m *floatRows) row(i int, dst []float32) {
+	c := m.c
+	switch m.dt {
+	case "F32":
+		copy(dst, m.f32[i*c:(i+1)*c])
+	case "F16":
+		half.DecodeF16(dst[:c], m.raw[2*i*c:2*(i+1)*c])
+	case "BF16":
+		half.DecodeBF16(dst[:c], m.raw[2*i*c:2*(i+1)*c])
+	}
+}
+
+func (m *floatRows) rows() int      { return m.r }
+func (m *floatRows) cols() int      { return m.c }
+func (m *floatRows) int8() bool     { return false }
+func (m *floatRows) size() int64    { return int64(len(m.raw)) }
+func (m *floatRows) format() string { return m.dt }
+
+func (m *floatRows) mul(out []float32, ldo int, a *acts, r0, r1 int) {
+	k := m.c
+	for r := r0; r < r1; r++ {
+		for t := range a.n {
+			x := a.f[t*k : (t+1)*k]
+			var v float32
+			switch m.dt {
+			case "F32":
+				v = dotF32(m.f32[r*k:(r+1)*k], x)
+			case "F16":
+				v = dotF16(m.raw[2*r*k:2*(r+1)*k], x)
+			case "BF16":
+				v = dotBF16(m.raw[2*r*k:2*(r+1)*k], x)
+			}
+			out[t*ldo+r] = v
+		}
+	}
+}
+
+// f16Table widens every binary16 value; a 256 KiB table beats bit twiddling
+// in portable Go.
+var f16Table = func() []float32 {
+	t := make([]float32, 1<<16)
+	for i := range t {
+		t[i] = half.F16ToF32(uint16(i))
+	}
+	return t
+}()
+
+var dotF16 = dotF16Go
+
+func dotF16Go(w []byte, x []float32) float32 {
+	var s0, s1 float32
+	x = x[:len(w)/2]
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		s0 += f16Table[uint16(w[2*i])|uint16(w[2*i+1])<<8] * x[i]
+		s1 += f16Table[uint16(w[2*i+2])|uint16(w[2*i+3])<<8] * x[i+1]
+	}
+	for ; i < len(x); i++ {
+		s0 += f16Table[uint16(w[2*i])|uint16(w[2*i+1])<<8] * x[i]
+	}
+	return s0 + s1
+}
+
+func dotBF16(w []byte, x []float32) float32 {
+	var s float32
+	for i := range x[:len(w)/2] {
+		s += float32frombits(uint32(w[2*i])<<16|uint32(w[2*i+1])<<24) * x[i]
+	}
+	return s
+}
+
+func float32frombits(u uint32) float32 { return *(*float32)(unsafe.Pointer(&u)) }

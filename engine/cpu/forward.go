@@ -1,0 +1,247 @@
+package cpu
+
+import (
+	"context"
+	"math"
+)
+
+// state is one sequence's KV cache and scratch buffers.
+type state struct {
+	m      *model
+	pos    int         // tokens in the cache
+	kc, vc [][]float32 // per layer: pos × kvHeads·headDim, grown on demand
+
+	x, xn, q, k, v, att, g, u, logits []float32
+	a, b                              acts
+	cos, sin                          []float32
+}
+
+func newState(m *model) *state {
+	return &state{m: m, kc: make([][]float32, m.arch.layers), vc: make([][]float32, m.arch.layers)}
+}
+
+// forward runs tokens through the model at positions s.pos… and appends
+// them to the cache. It returns the logits of the last token. ctx is
+// checked between layers so a long prefill stops promptly.
+func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
+	m, ar := s.m, &s.m.arch
+	n := len(tokens)
+	H, hd := ar.hidden, ar.headDim
+	qd, kvd := ar.heads*hd, ar.kvHeads*hd
+	s.x = grow(s.x, n*H)
+	s.xn = grow(s.xn, n*H)
+	s.q = grow(s.q, n*qd)
+	s.k = grow(s.k, n*kvd)
+	s.v = grow(s.v, n*kvd)
+	s.att = grow(s.att, n*qd)
+	s.g = grow(s.g, n*ar.ffn)
+	s.u = grow(s.u, n*ar.ffn)
+	for t, id := range tokens {
+		m.w.embed.row(id, s.x[t*H:(t+1)*H])
+	}
+	s.ropeTables(n)
+	need := (s.pos + n) * kvd
+	for l := range ar.layers {
+		if cap(s.kc[l]) < need {
+			c := max(need, 2*cap(s.kc[l]), 64*kvd)
+			c = min(c, ar.ctx*kvd)
+			s.kc[l] = append(make([]float32, 0, c), s.kc[l]...)
+			s.vc[l] = append(make([]float32, 0, c), s.vc[l]...)
+		}
+		s.kc[l] = s.kc[l][:need]
+		s.vc[l] = s.vc[l][:need]
+	}
+	for l := range m.w.layers {
+		if err := ctx.Err(); err != nil {
+			s.truncate(s.pos)
+			return nil, err
+		}
+		L := &m.w.layers[l]
+		// attention
+		s.a.reset(n, H)
+		for t := range n {
+			rmsnorm(s.a.f[t*H:(t+1)*H], s.x[t*H:(t+1)*H], L.attnNorm, ar.eps)
+		}
+		m.matmul(s.q, L.q, &s.a)
+		m.matmul(s.k, L.k, &s.a)
+		m.matmul(s.v, L.v, &s.a)
+		if L.qBias != nil {
+			addBias(s.q, L.qBias, n)
+			addBias(s.k, L.kBias, n)
+			addBias(s.v, L.vBias, n)
+		}
+		if L.qNorm != nil {
+			for i := 0; i < n*qd; i += hd {
+				rmsnorm(s.q[i:i+hd], s.q[i:i+hd], L.qNorm, ar.eps)
+			}
+			for i := 0; i < n*kvd; i += hd {
+				rmsnorm(s.k[i:i+hd], s.k[i:i+hd], L.kNorm, ar.eps)
+			}
+		}
+		for t := range n {
+			for h := range ar.heads {
+				s.rope(s.q[t*qd+h*hd:t*qd+(h+1)*hd], t)
+			}
+			for h := range ar.kvHeads {
+				s.rope(s.k[t*kvd+h*hd:t*kvd+(h+1)*hd], t)
+			}
+		}
+		copy(s.kc[l][s.pos*kvd:], s.k[:n*kvd])
+		copy(s.vc[l][s.pos*kvd:], s.v[:n*kvd])
+		s.attention(l, n)
+		s.b.reset(n, qd)
+		if L.attnSubNorm != nil {
+			for t := range n {
+				rmsnorm(s.b.f[t*qd:(t+1)*qd], s.att[t*qd:(t+1)*qd], L.attnSubNorm, ar.eps)
+			}
+		} else {
+			copy(s.b.f, s.att[:n*qd])
+		}
+		m.matmul(s.xn, L.o, &s.b)
+		for i := range n * H {
+			s.x[i] += s.xn[i]
+		}
+		// feed-forward
+		s.a.reset(n, H)
+		for t := range n {
+			rmsnorm(s.a.f[t*H:(t+1)*H], s.x[t*H:(t+1)*H], L.ffnNorm, ar.eps)
+		}
+		m.matmul(s.g, L.gate, &s.a)
+		m.matmul(s.u, L.up, &s.a)
+		F := ar.ffn
+		for i := range n * F {
+			g := s.g[i]
+			if ar.relu2 {
+				g = max(g, 0)
+				g *= g
+			} else {
+				g = silu(g)
+			}
+			s.g[i] = g * s.u[i]
+		}
+		s.b.reset(n, F)
+		if L.ffnSubNorm != nil {
+			for t := range n {
+				rmsnorm(s.b.f[t*F:(t+1)*F], s.g[t*F:(t+1)*F], L.ffnSubNorm, ar.eps)
+			}
+		} else {
+			copy(s.b.f, s.g[:n*F])
+		}
+		m.matmul(s.xn, L.down, &s.b)
+		for i := range n * H {
+			s.x[i] += s.xn[i]
+		}
+	}
+	s.pos += n
+	// Only the last token's logits are needed to continue.
+	s.a.reset(1, H)
+	rmsnorm(s.a.f, s.x[(n-1)*H:n*H], m.w.norm, ar.eps)
+	s.logits = grow(s.logits, ar.vocab)
+	m.matmul(s.logits, m.w.head, &s.a)
+	return s.logits, nil
+}
+
+// truncate forgets cached positions from p on.
+func (s *state) truncate(p int) {
+	s.pos = p
+	kvd := s.m.arch.kvHeads * s.m.arch.headDim
+	for l := range s.kc {
+		if len(s.kc[l]) > p*kvd {
+			s.kc[l] = s.kc[l][:p*kvd]
+			s.vc[l] = s.vc[l][:p*kvd]
+		}
+	}
+}
+
+func addBias(x, b []float32, n int) {
+	d := len(b)
+	for t := range n {
+		row := x[t*d : (t+1)*d]
+		for i := range row {
+			row[i] += b[i]
+		}
+	}
+}
+
+// ropeTables fills cos/sin for positions s.pos … s.pos+n-1.
+func (s *state) ropeTables(n int) {
+	half := s.m.arch.headDim / 2
+	s.cos = grow(s.cos, n*half)
+	s.sin = grow(s.sin, n*half)
+	for t := range n {
+		p := float64(s.pos + t)
+		for i, f := range s.m.freqs {
+			sn, cs := math.Sincos(p * f)
+			s.cos[t*half+i], s.sin[t*half+i] = float32(cs), float32(sn)
+		}
+	}
+}
+
+// rope rotates one head vector of token t (rotate-half pairs (i, i+hd/2),
+// or interleaved pairs (2i, 2i+1) as GGUF llama weights expect).
+func (s *state) rope(x []float32, t int) {
+	half := len(x) / 2
+	cs, sn := s.cos[t*half:(t+1)*half], s.sin[t*half:(t+1)*half]
+	if s.m.arch.ropeInterleaved {
+		for i := range half {
+			a, b := x[2*i], x[2*i+1]
+			x[2*i], x[2*i+1] = a*cs[i]-b*sn[i], a*sn[i]+b*cs[i]
+		}
+		return
+	}
+	for i := range half {
+		a, b := x[i], x[i+half]
+		x[i], x[i+half] = a*cs[i]-b*sn[i], a*sn[i]+b*cs[i]
+	}
+}
+
+// attention computes s.att for the n new tokens against the whole cache,
+// one (token, head) pair per task.
+func (s *state) attention(l, n int) {
+	ar := &s.m.arch
+	hd, qd, kvd := ar.headDim, ar.heads*ar.headDim, ar.kvHeads*ar.headDim
+	group := ar.heads / ar.kvHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	kc, vc := s.kc[l], s.vc[l]
+	s.m.pool.parallel(n*ar.heads, 1, func(lo, hi int) {
+		var scores []float32
+		for task := lo; task < hi; task++ {
+			t, h := task/ar.heads, task%ar.heads
+			q := s.q[t*qd+h*hd : t*qd+(h+1)*hd]
+			kvh := h / group
+			end := s.pos + t + 1
+			scores = grow(scores, end)
+			mx := float32(math.Inf(-1))
+			for p := range end {
+				sc := dotF32(q, kc[p*kvd+kvh*hd:p*kvd+(kvh+1)*hd]) * scale
+				scores[p] = sc
+				mx = max(mx, sc)
+			}
+			var sum float32
+			for p := range end {
+				e := float32(math.Exp(float64(scores[p] - mx)))
+				scores[p] = e
+				sum += e
+			}
+			o := s.att[t*qd+h*hd : t*qd+(h+1)*hd]
+			clear(o)
+			inv := 1 / sum
+			for p := range end {
+				w := scores[p] * inv
+				vv := vc[p*kvd+kvh*hd : p*kvd+(kvh+1)*hd]
+				for i := range o {
+					o[i] += w * vv[i]
+				}
+			}
+		}
+	})
+}
+
+// matmul computes out = W·a for every row of a, split across cores.
+func (m *model) matmul(out []float32, w linear, a *acts) {
+	if w.int8() {
+		a.quantize()
+	}
+	rows := w.rows()
+	m.pool.parallel(rows, 16, func(lo, hi int) { w.mul(out, rows, a, lo, hi) })
+}

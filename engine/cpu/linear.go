@@ -1,0 +1,132 @@
+package cpu
+
+import "math"
+
+// linear is a weight matrix W [rows × cols] (cols = K, the input size) that
+// computes out = W·x for a batch of activation rows. Float matrices read
+// acts.f; ternary ones read the int8 form (quantized once per batch, shared
+// by every matrix that takes the same input, as BitNet does).
+type linear interface {
+	rows() int
+	cols() int
+	// int8 reports whether mul reads the int8 activations.
+	int8() bool
+	// mul writes out[t*ldo + r] for rows r in [r0, r1) and every token t.
+	mul(out []float32, ldo int, a *acts, r0, r1 int)
+	// size is the bytes of weights mul reads for one full product.
+	size() int64
+	// format names the packing for ModelInfo ("F32", "TQ2_0", "sherry", …).
+	format() string
+}
+
+// acts is a batch of n activation rows of width k, with their int8
+// quantization computed on demand.
+type acts struct {
+	n, k  int
+	f     []float32 // n*k
+	q     []int8    // n*k, valid when quantized
+	scale []float32 // per row: x ≈ q·scale
+	// bsum holds Σq per 256-wide block, per row (n × ceil(k/256)); total
+	// the row sums. Ternary codes are stored as w+1, so kernels compute
+	// Σ(c−1)q = Σcq − Σq and need these.
+	bsum  []int32
+	total []int32
+	quant bool
+}
+
+func (a *acts) reset(n, k int) {
+	a.n, a.k, a.quant = n, k, false
+	a.f = grow(a.f, n*k)
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// quantize computes the per-row absmax int8 form: scale = max|x|/127,
+// q = round(x/scale), as BitNet's activation quantizer (ties away from
+// zero, like C's roundf that 1bit-systems and llama.cpp use).
+func (a *acts) quantize() {
+	if a.quant {
+		return
+	}
+	a.quant = true
+	nb := (a.k + 255) / 256
+	a.q = grow(a.q, a.n*a.k)
+	a.scale = grow(a.scale, a.n)
+	a.bsum = grow(a.bsum, a.n*nb)
+	a.total = grow(a.total, a.n)
+	for t := range a.n {
+		x := a.f[t*a.k : (t+1)*a.k]
+		q := a.q[t*a.k : (t+1)*a.k]
+		m := float32(0)
+		for _, v := range x {
+			m = max(m, abs32(v))
+		}
+		m = max(m, 1e-5)
+		a.scale[t] = m / 127
+		inv := 127 / m
+		var tot int32
+		for b := range nb {
+			var s int32
+			for i := b * 256; i < min(a.k, (b+1)*256); i++ {
+				v := int32(math.Round(float64(x[i] * inv)))
+				v = max(-127, min(127, v))
+				q[i] = int8(v)
+				s += v
+			}
+			a.bsum[t*nb+b] = s
+			tot += s
+		}
+		a.total[t] = tot
+	}
+}
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
+// f32Linear is a float32 matrix, row-major, often a view of mmapped F32
+// safetensors data.
+type f32Linear struct {
+	w    []float32
+	r, c int
+	name string
+}
+
+func (l *f32Linear) rows() int      { return l.r }
+func (l *f32Linear) cols() int      { return l.c }
+func (l *f32Linear) int8() bool     { return false }
+func (l *f32Linear) size() int64    { return int64(len(l.w)) * 4 }
+func (l *f32Linear) format() string { return l.name }
+
+func (l *f32Linear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
+	k := l.c
+	// Row-outer: a weight row is read from memory once for the whole batch.
+	for r := r0; r < r1; r++ {
+		w := l.w[r*k : (r+1)*k]
+		for t := range a.n {
+			out[t*ldo+r] = dotF32(w, a.f[t*k:(t+1)*k])
+		}
+	}
+}
+
+// dotF32 is the float dot product; dispatched to SIMD where available.
+var dotF32 = dotF32Go
+
+func dotF32Go(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}

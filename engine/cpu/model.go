@@ -1,0 +1,87 @@
+package cpu
+
+import (
+	"math"
+)
+
+// arch is the architecture of a loaded model, whatever format it came from.
+type arch struct {
+	name                         string // llama, qwen2, qwen3, bitnet
+	hidden, ffn, layers          int
+	heads, kvHeads, headDim      int
+	vocab, ctx                   int
+	eps                          float32
+	ropeTheta                    float64
+	ropeInterleaved              bool      // GGUF llama permutes q/k to interleaved pairs
+	ropeFactors                  []float64 // per-frequency divisors (llama3 scaling); nil = 1
+	ropeLinear                   float64   // linear position scaling factor (0/1 = off)
+	relu2, subNorm, qkNorm, bias bool
+	bos                          int // -1 if none
+	eos                          []int
+}
+
+// layer holds one transformer block's weights.
+type layer struct {
+	attnNorm, ffnNorm       []float32
+	q, k, v, o              linear
+	gate, up, down          linear
+	qBias, kBias, vBias     []float32
+	qNorm, kNorm            []float32 // [headDim], qwen3
+	attnSubNorm, ffnSubNorm []float32 // bitnet
+}
+
+type weights struct {
+	embed  *floatRows
+	norm   []float32
+	head   linear
+	layers []layer
+}
+
+// ropeFreqs returns the inverse frequencies θ_i for the rotary pairs.
+func (a *arch) ropeFreqs() []float64 {
+	half := a.headDim / 2
+	f := make([]float64, half)
+	for i := range f {
+		f[i] = math.Pow(a.ropeTheta, -2*float64(i)/float64(a.headDim))
+		if a.ropeFactors != nil {
+			f[i] /= a.ropeFactors[i]
+		}
+		if a.ropeLinear > 1 {
+			f[i] /= a.ropeLinear
+		}
+	}
+	return f
+}
+
+// llama3Factors implements rope_scaling {"rope_type": "llama3"} (Llama 3.1+):
+// low frequencies are divided by factor, high ones kept, smoothed between.
+func llama3Factors(freqs []float64, factor, low, high, orig float64) []float64 {
+	out := make([]float64, len(freqs))
+	lowWave, highWave := orig/low, orig/high
+	for i, f := range freqs {
+		wave := 2 * math.Pi / f
+		switch {
+		case wave < highWave:
+			out[i] = 1
+		case wave > lowWave:
+			out[i] = factor
+		default:
+			smooth := (orig/wave - low) / (high - low)
+			out[i] = 1 / ((1-smooth)/factor + smooth)
+		}
+	}
+	return out
+}
+
+func rmsnorm(dst, x, w []float32, eps float32) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	inv := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	for i, v := range x {
+		dst[i] = v * inv * w[i]
+	}
+}
+
+func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }

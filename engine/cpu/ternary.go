@@ -1,0 +1,243 @@
+package cpu
+
+import (
+	"encoding/binary"
+
+	"github.com/edgectl/edgectl/format/half"
+)
+
+// ternLinear is a ternary matrix kept in its packed form. Every product
+// runs on int8 activations: per row an exact integer sum Σ w·q (per
+// 256-block for the block-scaled GGUF types), then one float multiply by
+// the weight scale and the activation scale. Nothing is expanded to floats.
+type ternLinear struct {
+	kind     string // TQ2_0, TQ1_0, sherry, halo2, tq1h
+	data     []byte // rows × rowBytes, usually an mmapped view
+	rowBytes int
+	r, c     int
+	// rowScale multiplies row r's integer dot (.h1b per-row scales); nil for
+	// the GGUF types, whose fp16 scale sits in each 256-weight block.
+	rowScale []float32
+	// blockDot returns Σ_b d_b·(Σ_i w_i q_i) for one row of a block-scaled
+	// type; intDot returns the exact Σ w_i q_i of a row-scaled type.
+	blockDot func(row []byte, q []int8, bsum []int32) float32
+	intDot   func(row []byte, q []int8, total int32) int32
+}
+
+func (l *ternLinear) rows() int      { return l.r }
+func (l *ternLinear) cols() int      { return l.c }
+func (l *ternLinear) int8() bool     { return true }
+func (l *ternLinear) size() int64    { return int64(len(l.data)) + 4*int64(len(l.rowScale)) }
+func (l *ternLinear) format() string { return l.kind }
+
+func (l *ternLinear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
+	k, nb := a.k, (a.k+255)/256
+	for r := r0; r < r1; r++ {
+		row := l.data[r*l.rowBytes : (r+1)*l.rowBytes]
+		for t := range a.n {
+			q := a.q[t*k : (t+1)*k]
+			var v float32
+			if l.blockDot != nil {
+				v = l.blockDot(row, q, a.bsum[t*nb:(t+1)*nb])
+			} else {
+				v = float32(l.intDot(row, q, a.total[t])) * l.rowScale[r]
+			}
+			out[t*ldo+r] = v * a.scale[t]
+		}
+	}
+}
+
+// TQ2_0: 256-weight blocks of qs[64] then fp16 d. Byte qs[32j+m] holds, at
+// bits 2n, the code (w+1) of weight 128j + 32n + m.
+const tq2Block = 66
+
+// tq2Dot is the TQ2_0 row kernel; replaced by SIMD code where available.
+var tq2Dot = tq2DotGo
+
+func tq2DotGo(row []byte, q []int8, bsum []int32) float32 {
+	var acc float32
+	for b := range bsum {
+		blk := row[b*tq2Block : (b+1)*tq2Block]
+		x := q[b*256 : (b+1)*256]
+		var s int32
+		for j := range 2 {
+			qs := blk[32*j : 32*j+32]
+			xs := x[128*j : 128*j+128]
+			for m, c := range qs {
+				s += int32(c&3)*int32(xs[m]) + int32(c>>2&3)*int32(xs[32+m]) +
+					int32(c>>4&3)*int32(xs[64+m]) + int32(c>>6)*int32(xs[96+m])
+			}
+		}
+		d := half.F16ToF32(binary.LittleEndian.Uint16(blk[64:]))
+		acc += d * float32(s-bsum[b])
+	}
+	return acc
+}
+
+// TQ1_0: 256-weight blocks of qs[48], qh[4], fp16 d. Five trits per byte in
+// ggml's fixed-point form (the first weight is the most significant trit).
+const tq1Block = 54
+
+// tq1Trits[b] are the five codes (w+1) byte b holds, in weight order.
+var tq1Trits = func() (t [256][5]int8) {
+	pow3 := [5]uint16{1, 3, 9, 27, 81}
+	for b := range 256 {
+		for n := range 5 {
+			t[b][n] = int8((uint16(uint8(uint16(b)*pow3[n])) * 3) >> 8)
+		}
+	}
+	return
+}()
+
+func tq1Dot(row []byte, q []int8, bsum []int32) float32 {
+	var acc float32
+	for b := range bsum {
+		blk := row[b*tq1Block : (b+1)*tq1Block]
+		x := q[b*256 : (b+1)*256]
+		var s int32
+		for m := range 32 {
+			t := &tq1Trits[blk[m]]
+			s += int32(t[0])*int32(x[m]) + int32(t[1])*int32(x[32+m]) + int32(t[2])*int32(x[64+m]) +
+				int32(t[3])*int32(x[96+m]) + int32(t[4])*int32(x[128+m])
+		}
+		for m := range 16 {
+			t := &tq1Trits[blk[32+m]]
+			s += int32(t[0])*int32(x[160+m]) + int32(t[1])*int32(x[176+m]) + int32(t[2])*int32(x[192+m]) +
+				int32(t[3])*int32(x[208+m]) + int32(t[4])*int32(x[224+m])
+		}
+		for j := range 4 {
+			t := &tq1Trits[blk[48+j]]
+			s += int32(t[0])*int32(x[240+j]) + int32(t[1])*int32(x[244+j]) + int32(t[2])*int32(x[248+j]) +
+				int32(t[3])*int32(x[252+j])
+		}
+		d := half.F16ToF32(binary.LittleEndian.Uint16(blk[52:]))
+		acc += d * float32(s-bsum[b])
+	}
+	return acc
+}
+
+// halo2Weights[b] are the four weights of a HALO_V2 byte (LSB first; codes
+// 0→−1, 1→0, 2→+1, 3→0).
+var halo2Weights = func() (t [256][4]int8) {
+	dec := [4]int8{-1, 0, 1, 0}
+	for b := range 256 {
+		for s := range 4 {
+			t[b][s] = dec[b>>(2*s)&3]
+		}
+	}
+	return
+}()
+
+func halo2Dot(row []byte, q []int8, _ int32) int32 {
+	var s int32
+	k := len(q)
+	full := k / 4
+	for i, b := range row[:full] {
+		w := &halo2Weights[b]
+		x := q[4*i : 4*i+4]
+		s += int32(w[0])*int32(x[0]) + int32(w[1])*int32(x[1]) + int32(w[2])*int32(x[2]) + int32(w[3])*int32(x[3])
+	}
+	for i := 4 * full; i < k; i++ {
+		s += int32(halo2Weights[row[full]][i-4*full]) * int32(q[i])
+	}
+	return s
+}
+
+// base3Weights[b] are the five weights of a .h1b v4 byte: plain base 3,
+// least significant digit first, digit d → d−1; bytes ≥ 243 decode to 0.
+var base3Weights = func() (t [256][5]int8) {
+	for b := range 243 {
+		v := b
+		for n := range 5 {
+			t[b][n] = int8(v%3) - 1
+			v /= 3
+		}
+	}
+	return
+}()
+
+func base3Dot(row []byte, q []int8, _ int32) int32 {
+	var s int32
+	k := len(q)
+	full := k / 5
+	for i, b := range row[:full] {
+		w := &base3Weights[b]
+		x := q[5*i : 5*i+5]
+		s += int32(w[0])*int32(x[0]) + int32(w[1])*int32(x[1]) + int32(w[2])*int32(x[2]) +
+			int32(w[3])*int32(x[3]) + int32(w[4])*int32(x[4])
+	}
+	for i := 5 * full; i < k; i++ {
+		s += int32(base3Weights[row[full]][i-5*full]) * int32(q[i])
+	}
+	return s
+}
+
+// sherryWeights[c] are the four weights of a 5-bit Sherry code:
+// zero lane c>>3, signs of the other lanes in bits 0..2 (1 = +1).
+var sherryWeights = func() (t [32][4]int8) {
+	for c := range 32 {
+		zp, k := c>>3, 0
+		for p := range 4 {
+			if p == zp {
+				continue
+			}
+			if c>>k&1 == 1 {
+				t[c][p] = 1
+			} else {
+				t[c][p] = -1
+			}
+			k++
+		}
+	}
+	return
+}()
+
+func sherryDot(row []byte, q []int8, _ int32) int32 {
+	var s int32
+	for g := 0; g+32 <= len(q); g += 32 {
+		o := g / 32 * 5
+		word := uint64(row[o]) | uint64(row[o+1])<<8 | uint64(row[o+2])<<16 | uint64(row[o+3])<<24 | uint64(row[o+4])<<32
+		x := q[g : g+32]
+		for c := range 8 {
+			w := &sherryWeights[word>>(5*c)&31]
+			xx := x[4*c : 4*c+4]
+			s += int32(w[0])*int32(xx[0]) + int32(w[1])*int32(xx[1]) + int32(w[2])*int32(xx[2]) + int32(w[3])*int32(xx[3])
+		}
+	}
+	return s
+}
+
+// rowBytesFor is the packed size of one K-wide row.
+func rowBytesFor(kind string, k int) int {
+	switch kind {
+	case "TQ2_0":
+		return k / 256 * tq2Block
+	case "TQ1_0":
+		return k / 256 * tq1Block
+	case "halo2":
+		return (k + 3) / 4
+	case "tq1h":
+		return (k + 19) / 20 * 4
+	case "sherry":
+		return k * 5 / 32
+	}
+	return 0
+}
+
+// newTernary wraps packed rows; scales is per-row for the .h1b kinds.
+func newTernary(kind string, data []byte, rows, k int, scales []float32) *ternLinear {
+	l := &ternLinear{kind: kind, data: data, rowBytes: rowBytesFor(kind, k), r: rows, c: k, rowScale: scales}
+	switch kind {
+	case "TQ2_0":
+		l.blockDot = func(row []byte, q []int8, bsum []int32) float32 { return tq2Dot(row, q, bsum) }
+	case "TQ1_0":
+		l.blockDot = tq1Dot
+	case "halo2":
+		l.intDot = halo2Dot
+	case "tq1h":
+		l.intDot = base3Dot
+	case "sherry":
+		l.intDot = sherryDot
+	}
+	return l
+}

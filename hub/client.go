@@ -1,0 +1,336 @@
+// Package hub is edgectl's Hugging Face Hub client and cache. It speaks the
+// protocol huggingface_hub speaks and reads and writes the same cache layout
+// (models--ORG--NAME/{blobs,snapshots,refs}), so a cache filled by either
+// tool serves the other. Downloads resume from `.incomplete` blobs, are
+// checked against the Hub's sha256 before they enter the cache, and retry
+// connection losses, 5xx and 429 with backoff.
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/edgectl/edgectl/internal/version"
+)
+
+// Client talks to one Hub endpoint and owns one cache directory.
+type Client struct {
+	cfg      Config
+	endpoint *url.URL
+
+	// HTTP carries every request. Its redirect policy is ignored: the
+	// client follows redirects itself so that it can read the Hub's headers
+	// on the redirect and keep the token away from other hosts.
+	HTTP *http.Client
+
+	// Retry decides how often and how long to wait after a transient failure.
+	Retry RetryPolicy
+}
+
+// RetryPolicy is exponential backoff with jitter; a server's Retry-After
+// wins over the computed delay.
+type RetryPolicy struct {
+	Attempts      int           // total tries per request (default 6)
+	Base          time.Duration // first delay (default 1s)
+	Max           time.Duration // longest computed delay (default 30s)
+	MaxRetryAfter time.Duration // cap on a server's Retry-After (default 5m)
+	// Sleep waits d or until ctx ends; tests replace it to run fast.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// NewClient returns a client for cfg.
+func NewClient(cfg Config) (*Client, error) {
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = DefaultEndpoint
+	}
+	cfg.Endpoint = strings.TrimRight(cfg.Endpoint, "/")
+	u, err := url.Parse(cfg.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, newErr(KindOther, err, "HF_ENDPOINT %q is not an http(s) URL: set it like https://huggingface.co", cfg.Endpoint)
+	}
+	if cfg.CacheDir == "" {
+		return nil, newErr(KindOther, nil, "no Hub cache directory: set HF_HUB_CACHE or HF_HOME")
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 32
+	t.ResponseHeaderTimeout = 60 * time.Second
+	return &Client{
+		cfg:      cfg,
+		endpoint: u,
+		HTTP:     &http.Client{Transport: t},
+		Retry:    RetryPolicy{},
+	}, nil
+}
+
+// Config returns the client's configuration.
+func (c *Client) Config() Config { return c.cfg }
+
+func (p RetryPolicy) attempts() int {
+	if p.Attempts <= 0 {
+		return 6
+	}
+	return p.Attempts
+}
+
+// delay is the wait before try n+1 (n ≥ 1).
+func (p RetryPolicy) delay(n int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		limit := p.MaxRetryAfter
+		if limit <= 0 {
+			limit = 5 * time.Minute
+		}
+		return min(retryAfter, limit)
+	}
+	base, maxd := p.Base, p.Max
+	if base <= 0 {
+		base = time.Second
+	}
+	if maxd <= 0 {
+		maxd = 30 * time.Second
+	}
+	d := base << min(n-1, 20)
+	if d > maxd || d <= 0 {
+		d = maxd
+	}
+	// ±25% jitter so parallel jobs do not retry in lockstep.
+	return d - d/4 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func (p RetryPolicy) sleep(ctx context.Context, d time.Duration) error {
+	if p.Sleep != nil {
+		return p.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// transient marks a failure worth retrying.
+type transient struct {
+	err         error
+	retryAfter  time.Duration
+	unavailable bool // the server said busy (429/5xx), as opposed to a broken connection
+	progress    bool // the failed try still moved bytes: start the count again
+}
+
+func (t *transient) Error() string { return t.err.Error() }
+func (t *transient) Unwrap() error { return t.err }
+
+// withRetry runs try until it succeeds, fails for good, or the attempts run
+// out; onRetry hears about each wait.
+func (c *Client) withRetry(ctx context.Context, what string, onRetry func(attempt int, d time.Duration, err error), try func() error) error {
+	failures := 0
+	for {
+		err := try()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var t *transient
+		if !errors.As(err, &t) {
+			return err
+		}
+		if t.progress {
+			failures = 0
+		}
+		failures++
+		if failures >= c.Retry.attempts() {
+			if t.unavailable {
+				return newErr(KindUnavailable, t.err, "%s: the Hub is busy or failing (%v) after %d tries: retry later", what, t.err, failures)
+			}
+			return newErr(KindNetwork, t.err, "%s: network failure after %d tries: %v (check the connection or HF_ENDPOINT)", what, failures, t.err)
+		}
+		d := c.Retry.delay(failures, t.retryAfter)
+		if onRetry != nil {
+			onRetry(failures, d, t.err)
+		}
+		if err := c.Retry.sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// hop is one response in a redirect chain.
+type response struct {
+	*http.Response
+	hub http.Header // headers of the last response that came from the endpoint's host
+}
+
+// do sends method to rawURL and follows redirects: relative ones always,
+// ones to another host only when followAbsolute is set (downloads; a
+// metadata HEAD stops at the CDN's Location as huggingface_hub does). The
+// token goes only to the endpoint's host. Network errors come back as
+// *transient; HTTP statuses are left to the caller.
+func (c *Client) do(ctx context.Context, method, rawURL string, hdr http.Header, followAbsolute bool) (*response, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var hubHdr http.Header
+	for range maxRedirects + 1 {
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range hdr {
+			req.Header[k] = v
+		}
+		req.Header.Set("User-Agent", "edgectl/"+version.Version+"; hf_hub-compatible")
+		// identity: Content-Length and Range must count the stored bytes,
+		// and Go must not decompress behind our back.
+		req.Header.Set("Accept-Encoding", "identity")
+		if c.sameHost(u) && c.cfg.Token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+		}
+		resp, err := c.roundTrip(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &transient{err: fmt.Errorf("%s %s: %w", method, redact(u), err)}
+		}
+		if c.sameHost(u) {
+			hubHdr = resp.Header
+		}
+		if !isRedirect(resp.StatusCode) {
+			return &response{Response: resp, hub: hubHdr}, nil
+		}
+		loc, err := resp.Location()
+		if err != nil {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s %s: redirect without a usable Location: %v", method, redact(u), err)
+		}
+		relative := !strings.Contains(resp.Header.Get("Location"), "://") && !strings.HasPrefix(resp.Header.Get("Location"), "//")
+		if !relative && !followAbsolute {
+			return &response{Response: resp, hub: hubHdr}, nil
+		}
+		drain(resp)
+		u = loc
+	}
+	return nil, fmt.Errorf("%s %s: more than %d redirects", method, redact(u), maxRedirects)
+}
+
+func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
+	hc := *c.HTTP
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return hc.Do(req)
+}
+
+func (c *Client) sameHost(u *url.URL) bool {
+	return strings.EqualFold(u.Scheme, c.endpoint.Scheme) && strings.EqualFold(u.Host, c.endpoint.Host)
+}
+
+func isRedirect(code int) bool {
+	switch code {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// drain reads a little of an unwanted body so the connection can be reused.
+func drain(resp *http.Response) {
+	buf := make([]byte, 4096)
+	for range 16 {
+		if _, err := resp.Body.Read(buf); err != nil {
+			break
+		}
+	}
+	resp.Body.Close()
+}
+
+// redact drops the query (CDN URLs carry signatures) from a URL for messages.
+func redact(u *url.URL) string {
+	v := *u
+	v.RawQuery = ""
+	v.User = nil
+	return v.String()
+}
+
+// target names what a request was about, for error messages.
+type target struct {
+	repo, revision, file string
+}
+
+func (t target) String() string {
+	s := t.repo
+	if t.revision != "" {
+		s += "@" + t.revision
+	}
+	if t.file != "" {
+		s += ": " + t.file
+	}
+	return s
+}
+
+// statusError turns a non-2xx Hub answer into an actionable error; busy and
+// failing servers come back as *transient.
+func (c *Client) statusError(resp *response, t target) error {
+	defer drain(resp.Response)
+	code := resp.Header.Get(headerErrorCode)
+	if code == "" && resp.hub != nil {
+		code = resp.hub.Get(headerErrorCode)
+	}
+	msg := resp.Header.Get(headerErrorMsg)
+	cause := fmt.Errorf("HTTP %d %s %s", resp.StatusCode, code, msg)
+	page := c.cfg.Endpoint + "/" + t.repo
+	tokenHint := "set HF_TOKEN (or --token) to a token that can read it"
+	if c.cfg.Token != "" {
+		tokenHint = "check that your token can read it"
+	}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout ||
+		resp.StatusCode == http.StatusInternalServerError || resp.StatusCode == http.StatusBadGateway ||
+		resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout:
+		return &transient{err: cause, retryAfter: retryAfter(resp.Header), unavailable: true}
+	case code == errGatedRepo && resp.StatusCode == http.StatusForbidden:
+		return newErr(KindAuth, cause, "%s is gated and your token has not been granted access: accept the licence at %s (logged in as the token's owner)", t.repo, page)
+	case code == errGatedRepo:
+		return newErr(KindAuth, cause, "%s is gated: accept its licence at %s and set HF_TOKEN (or --token)", t.repo, page)
+	case code == errRevNotFound:
+		return newErr(KindNotFound, cause, "revision %q not found in %s: use an existing branch, tag or commit", t.revision, t.repo)
+	case code == errEntryNotFound:
+		return newErr(KindNotFound, cause, "file %q not found in %s@%s", t.file, t.repo, t.revision)
+	case code == errRepoNotFound || resp.StatusCode == http.StatusNotFound:
+		return newErr(KindNotFound, cause, "repository %s not found at %s (or it is private): check the name, or %s", t.repo, c.cfg.Endpoint, tokenHint)
+	case code == errDisabledRepo:
+		return newErr(KindNotFound, cause, "repository %s has been disabled by its owner or the Hub", t.repo)
+	case resp.StatusCode == http.StatusUnauthorized:
+		return newErr(KindAuth, cause, "%s needs authentication (private or gated): %s", t, tokenHint)
+	case resp.StatusCode == http.StatusForbidden:
+		return newErr(KindAuth, cause, "access to %s denied: your token lacks permission; accept the licence at %s or use another token", t, page)
+	}
+	return newErr(KindOther, cause, "%s: unexpected answer from %s: HTTP %d %s", t, c.cfg.Endpoint, resp.StatusCode, strings.TrimSpace(code+" "+msg))
+}
+
+// retryAfter reads Retry-After as seconds or an HTTP date.
+func retryAfter(h http.Header) time.Duration {
+	v := strings.TrimSpace(h.Get(headerRetryAfter))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

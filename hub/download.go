@@ -1,0 +1,379 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/edgectl/edgectl/internal/atomicfile"
+)
+
+// fileSpec is one file to fetch, with what the listing told about it.
+type fileSpec struct {
+	path   string
+	size   int64  // -1 when unknown
+	etag   string // "" when the listing had no blob ids: ask with HEAD
+	sha256 string // LFS files
+}
+
+// FileResult is one file of a snapshot.
+type FileResult struct {
+	Path       string `json:"path"`
+	Size       int64  `json:"size"`
+	Etag       string `json:"etag"`
+	SHA256     string `json:"sha256,omitempty"` // checked sha256 (LFS files)
+	Blob       string `json:"blob"`             // path of the blob in the cache
+	Cached     bool   `json:"cached"`           // already in the cache: nothing downloaded
+	Downloaded int64  `json:"downloaded"`       // bytes received in this run
+	Resumed    int64  `json:"resumed_from,omitempty"`
+}
+
+// session is one Snapshot's shared state.
+type session struct {
+	c      *Client
+	rc     repoCache
+	repo   string
+	commit string
+	emit   func(Event)
+}
+
+// progressEvery limits progress events per file.
+const progressEvery = 250 * time.Millisecond
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+func (s *session) resolveURL(file string) string {
+	segs := strings.Split(file, "/")
+	for i, seg := range segs {
+		segs[i] = url.PathEscape(seg)
+	}
+	return s.c.cfg.Endpoint + "/" + s.repo + "/resolve/" + s.commit + "/" + strings.Join(segs, "/")
+}
+
+func (s *session) onRetry(file string) func(int, time.Duration, error) {
+	return func(attempt int, d time.Duration, err error) {
+		s.emit(Event{Event: EventRetry, Repo: s.repo, File: file, Attempt: attempt, DelayMS: d.Milliseconds(), Message: err.Error()})
+	}
+}
+
+// fetch brings one file into the cache and links it into the snapshot.
+func (s *session) fetch(ctx context.Context, f fileSpec) (FileResult, error) {
+	t := target{repo: s.repo, revision: s.commit, file: f.path}
+	if f.etag == "" {
+		if err := s.head(ctx, &f); err != nil {
+			return FileResult{Path: f.path}, err
+		}
+	}
+	if err := checkEtag(f.etag); err != nil {
+		return FileResult{Path: f.path}, newErr(KindOther, err, "%s: %v", t, err)
+	}
+	res := FileResult{Path: f.path, Size: f.size, Etag: f.etag, SHA256: f.sha256, Blob: s.rc.blob(f.etag)}
+	if res.SHA256 == "" && sha256Re.MatchString(f.etag) {
+		res.SHA256 = f.etag
+	}
+
+	done := func() (FileResult, error) {
+		if err := s.rc.link(s.commit, f.path, f.etag); err != nil {
+			return res, err
+		}
+		s.emit(Event{Event: EventFileDone, Repo: s.repo, File: f.path, Bytes: res.Size, Total: res.Size, Cached: res.Cached})
+		return res, nil
+	}
+	if sz := blobSize(res.Blob); sz >= 0 && (f.size < 0 || sz == f.size) {
+		res.Cached, res.Size = true, sz
+		return done()
+	}
+
+	unlock, err := lockFile(ctx, s.rc.lock(f.etag))
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	// Another process may have finished the blob while we waited.
+	if sz := blobSize(res.Blob); sz >= 0 && (f.size < 0 || sz == f.size) {
+		res.Cached, res.Size = true, sz
+		return done()
+	}
+
+	for try := 1; ; try++ {
+		err := s.download(ctx, &f, &res)
+		var ce *checksumError
+		if !errors.As(err, &ce) {
+			if err != nil {
+				return res, err
+			}
+			return done()
+		}
+		os.Remove(s.rc.incomplete(f.etag)) // never keep bytes that failed the check
+		if try == 2 {
+			return res, newErr(KindChecksum, ce, "checksum mismatch for %s after a fresh retry: %v; the download was discarded (a proxy or disk is corrupting data, or the upload is broken)", t, ce)
+		}
+		s.emit(Event{Event: EventWarning, Repo: s.repo, File: f.path, Message: "checksum mismatch, downloading again: " + ce.Error()})
+	}
+}
+
+// head asks the Hub for a file's ETag and size, as hf_hub_download does when
+// the listing lacked blob ids.
+func (s *session) head(ctx context.Context, f *fileSpec) error {
+	t := target{repo: s.repo, revision: s.commit, file: f.path}
+	return s.c.withRetry(ctx, t.String(), s.onRetry(f.path), func() error {
+		resp, err := s.c.do(ctx, http.MethodHead, s.resolveURL(f.path), nil, false)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode >= 400 {
+			return s.c.statusError(resp, t)
+		}
+		resp.Body.Close()
+		h := resp.hub
+		if h == nil {
+			h = resp.Header
+		}
+		if c := h.Get(headerRepoCommit); c != "" && c != s.commit {
+			return newErr(KindOther, nil, "%s: the Hub served commit %s, expected %s", t, c, s.commit)
+		}
+		f.etag = normalizeEtag(firstNonEmpty(h.Get(headerLinkedEtag), h.Get("ETag")))
+		if f.etag == "" {
+			return newErr(KindOther, nil, "%s: the Hub sent no ETag: is HF_ENDPOINT a Hugging Face Hub?", t)
+		}
+		size := firstNonEmpty(h.Get(headerLinkedSize), h.Get("Content-Length"))
+		if n, err := strconv.ParseInt(size, 10, 64); err == nil {
+			f.size = n
+		}
+		return nil
+	})
+}
+
+// download fetches f into blobs/<etag>.incomplete, resuming what is there,
+// checks it, and renames it to blobs/<etag>.
+func (s *session) download(ctx context.Context, f *fileSpec, res *FileResult) error {
+	t := target{repo: s.repo, revision: s.commit, file: f.path}
+	inc := s.rc.incomplete(f.etag)
+	if err := os.MkdirAll(filepath.Dir(inc), 0o755); err != nil {
+		return diskErr(err, inc)
+	}
+	fh, err := os.OpenFile(inc, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return diskErr(err, inc)
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return err
+	}
+	off := fi.Size()
+	if f.size >= 0 && off > f.size {
+		off = 0
+	}
+	if err := fh.Truncate(off); err != nil {
+		return diskErr(err, inc)
+	}
+	v := newVerifier(f.sha256, f.etag, f.size)
+	if off > 0 && v != nil {
+		// The hash must cover the bytes a killed run left behind.
+		if _, err := io.Copy(v, io.NewSectionReader(fh, 0, off)); err != nil {
+			return fmt.Errorf("read %s: %w", inc, err)
+		}
+	}
+	res.Resumed = off
+	if f.size >= 0 {
+		if free, ok := freeBytes(filepath.Dir(inc)); ok && free < f.size-off {
+			return newErr(KindDiskFull, nil, "no space left for %s: %s needed in %s, %s free; free space or point HF_HUB_CACHE (or --local-dir) at a larger disk",
+				t, human(f.size-off), filepath.Dir(inc), human(free))
+		}
+	}
+	s.emit(Event{Event: EventFileStart, Repo: s.repo, File: f.path, Bytes: off, Total: f.size, Resumed: off})
+
+	bufp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bufp)
+	restart := func() error {
+		off = 0
+		v.reset()
+		if _, err := fh.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		return diskErr(fh.Truncate(0), inc)
+	}
+	src := s.resolveURL(f.path)
+	err = s.c.withRetry(ctx, t.String(), s.onRetry(f.path), func() error {
+		if f.size >= 0 && off == f.size {
+			return nil
+		}
+		hdr := http.Header{}
+		if off > 0 {
+			hdr.Set("Range", fmt.Sprintf("bytes=%d-", off))
+		}
+		resp, err := s.c.do(ctx, http.MethodGet, src, hdr, true)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusPartialContent:
+			start, total := parseContentRange(resp.Header.Get("Content-Range"))
+			if off == 0 || start != off {
+				if err := restart(); err != nil {
+					return err
+				}
+				return &transient{err: fmt.Errorf("asked for bytes from %d, got a range from %d", off, start)}
+			}
+			if f.size < 0 && total >= 0 {
+				f.size = total
+			}
+		case http.StatusOK:
+			if off > 0 { // the server ignored Range: start over
+				if err := restart(); err != nil {
+					return err
+				}
+			}
+			if f.size < 0 && resp.ContentLength >= 0 {
+				f.size = resp.ContentLength
+			}
+		case http.StatusRequestedRangeNotSatisfiable:
+			if err := restart(); err != nil {
+				return err
+			}
+			return &transient{err: fmt.Errorf("range from %d not satisfiable", off)}
+		default:
+			return s.c.statusError(resp, t)
+		}
+		if _, err := fh.Seek(off, io.SeekStart); err != nil {
+			return err
+		}
+		n, rerr, werr := s.copyBody(fh, v, resp.Body, *bufp, f, off)
+		off += n
+		res.Downloaded += n
+		if werr != nil {
+			return diskErr(werr, inc)
+		}
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &transient{err: fmt.Errorf("connection lost after %d of %s: %w", off, sizeStr(f.size), rerr), progress: n > 0}
+		}
+		if f.size >= 0 && off < f.size {
+			return &transient{err: fmt.Errorf("body ended after %d of %d bytes", off, f.size), progress: n > 0}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.emit(Event{Event: EventProgress, Repo: s.repo, File: f.path, Bytes: off, Total: f.size})
+	if f.size >= 0 && off != f.size {
+		return &checksumError{file: t.String(), size: off, wantSize: f.size}
+	}
+	res.Size = off
+	if v != nil {
+		if got := v.sum(); got != v.want {
+			return &checksumError{file: t.String(), algo: v.algo, got: got, want: v.want}
+		}
+	}
+	if err := fh.Sync(); err != nil {
+		return diskErr(err, inc)
+	}
+	if err := fh.Close(); err != nil {
+		return diskErr(err, inc)
+	}
+	if err := os.Rename(inc, res.Blob); err != nil {
+		return diskErr(err, res.Blob)
+	}
+	return atomicfile.SyncDir(filepath.Dir(res.Blob))
+}
+
+// copyBody streams src to dst and the verifier, reporting progress. Read and
+// write errors are returned apart: a broken connection is retried, a full
+// disk is not.
+func (s *session) copyBody(dst *os.File, v *verifier, src io.Reader, buf []byte, f *fileSpec, base int64) (n int64, rerr, werr error) {
+	last := time.Now()
+	for {
+		k, err := src.Read(buf)
+		if k > 0 {
+			if _, werr = dst.Write(buf[:k]); werr != nil {
+				return n, nil, werr
+			}
+			v.Write(buf[:k])
+			n += int64(k)
+			if now := time.Now(); now.Sub(last) >= progressEvery {
+				last = now
+				s.emit(Event{Event: EventProgress, Repo: s.repo, File: f.path, Bytes: base + n, Total: f.size})
+			}
+		}
+		if err == io.EOF {
+			return n, nil, nil
+		}
+		if err != nil {
+			return n, err, nil
+		}
+	}
+}
+
+// parseContentRange reads "bytes START-END/TOTAL"; TOTAL may be "*" (-1).
+func parseContentRange(v string) (start, total int64) {
+	start, total = -1, -1
+	v, ok := strings.CutPrefix(strings.TrimSpace(v), "bytes ")
+	if !ok {
+		return
+	}
+	rng, tot, ok := strings.Cut(v, "/")
+	if !ok {
+		return
+	}
+	a, _, ok := strings.Cut(rng, "-")
+	if !ok {
+		return
+	}
+	if n, err := strconv.ParseInt(a, 10, 64); err == nil {
+		start = n
+	}
+	if n, err := strconv.ParseInt(tot, 10, 64); err == nil {
+		total = n
+	}
+	return
+}
+
+// normalizeEtag strips the weak marker and quotes, as huggingface_hub does.
+func normalizeEtag(e string) string {
+	e = strings.TrimPrefix(strings.TrimSpace(e), "W/")
+	return strings.Trim(e, `"`)
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func sizeStr(n int64) string {
+	if n < 0 {
+		return "an unknown size"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// human formats a byte count for messages.
+func human(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

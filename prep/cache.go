@@ -1,0 +1,218 @@
+package prep
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/edgectl/edgectl/internal/atomicfile"
+)
+
+// Cache holds finished steps, each in steps/<key>/ (its output files under
+// out/, its record in step.json), written as a whole with atomicfile.Dir:
+// an entry exists completely or not at all, so a run killed at any moment
+// leaves only finished steps behind (and temporary directories that the
+// next run sweeps).
+type Cache struct {
+	Dir string
+}
+
+// stepRecordFile is the record of a finished step inside its entry.
+const stepRecordFile = "step.json"
+
+// cachedStep is what step.json holds.
+type cachedStep struct {
+	Step     string      `json:"step"`
+	Key      string      `json:"key"`
+	Check    bool        `json:"check,omitempty"` // no output: the next step reads this step's input
+	Findings []Finding   `json:"findings"`
+	Files    []FileEntry `json:"files,omitempty"` // sizes only (digests are computed for OUT/)
+}
+
+// staleAfter is how old a temporary entry must be before a run removes it;
+// a younger one may belong to a concurrent run still working on it.
+const staleAfter = 24 * time.Hour
+
+// DefaultCacheDir is $EDGECTL_CACHE_DIR, else the user cache dir's
+// edgectl/prep.
+func DefaultCacheDir() string {
+	if d := os.Getenv("EDGECTL_CACHE_DIR"); d != "" {
+		return d
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		d = os.TempDir()
+	}
+	return filepath.Join(d, "edgectl", "prep")
+}
+
+// OpenCache creates the cache layout under dir and sweeps stale leftovers
+// of killed runs.
+func OpenCache(dir string) (*Cache, error) {
+	for _, sub := range []string{"steps", "filehash"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, inputErr("cache directory %s: %v (set --cache-dir or EDGECTL_CACHE_DIR to a writable place)", dir, err)
+		}
+	}
+	c := &Cache{Dir: dir}
+	ents, _ := os.ReadDir(filepath.Join(dir, "steps"))
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleAfter {
+			os.RemoveAll(filepath.Join(dir, "steps", e.Name()))
+		}
+	}
+	return c, nil
+}
+
+func (c *Cache) entry(key string) string { return filepath.Join(c.Dir, "steps", key) }
+
+// lookup returns the record of a finished step, or nil. An entry whose
+// files no longer match their recorded sizes is treated as absent.
+func (c *Cache) lookup(key string) *cachedStep {
+	b, err := os.ReadFile(filepath.Join(c.entry(key), stepRecordFile))
+	if err != nil {
+		return nil
+	}
+	var rec cachedStep
+	if json.Unmarshal(b, &rec) != nil || rec.Key != key {
+		return nil
+	}
+	for _, f := range rec.Files {
+		st, err := os.Stat(filepath.Join(c.entry(key), "out", filepath.FromSlash(f.Path)))
+		if err != nil || st.Size() != f.Size {
+			return nil
+		}
+	}
+	return &rec
+}
+
+// stepKey hashes everything a step's output depends on: its name and
+// version, edgectl's version, its options and its input's key.
+func stepKey(name string, ver int, edgectl string, opts map[string]any, input string) (string, error) {
+	b, err := json.Marshal(map[string]any{
+		"schema":  "edgectl.prep.step/v1",
+		"step":    name,
+		"version": ver,
+		"edgectl": edgectl,
+		"options": opts,
+		"input":   input,
+	})
+	if err != nil {
+		return "", fmt.Errorf("step %s: options are not hashable: %v", name, err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// FileSHA256 returns the digest of a source file, remembering it by path,
+// size, modification time and inode (as git's index does) so that a rerun
+// on a large local checkpoint does not read it again.
+func (c *Cache) FileSHA256(path string) (string, int64, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", 0, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", 0, err
+	}
+	var ino uint64
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		ino = uint64(sys.Ino)
+	}
+	memo := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d\x00%d", abs, st.Size(), st.ModTime().UnixNano(), ino)))
+	memoPath := filepath.Join(c.Dir, "filehash", hex.EncodeToString(memo[:]))
+	if b, err := os.ReadFile(memoPath); err == nil && len(b) == 64 {
+		return string(b), st.Size(), nil
+	}
+	sum, n, err := HashFile(abs)
+	if err != nil {
+		return "", 0, err
+	}
+	_ = atomicfile.WriteFile(memoPath, []byte(sum), 0o644) // a lost memo only costs a re-hash
+	return sum, n, nil
+}
+
+// linkOrCopy makes dst hold src's bytes: a hard link when both sit on one
+// file system (cache entries are immutable, so sharing inodes is safe),
+// else a copy. Symlinks (Hub snapshots) are resolved first.
+func linkOrCopy(src, dst string) error {
+	real, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if err := os.Link(real, dst); err == nil {
+		return nil
+	}
+	return copyFile(real, dst)
+}
+
+// copyFile copies src to a new file dst and syncs it. io.Copy between two
+// *os.File uses copy_file_range, so the kernel moves (or reflinks) the data.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// begin starts writing the entry for key. With replace (--force) an
+// existing entry is moved aside and removed first.
+func (c *Cache) begin(key string, replace bool) (*atomicfile.Dir, error) {
+	target := c.entry(key)
+	if replace {
+		if _, err := os.Lstat(target); err == nil {
+			old := filepath.Join(c.Dir, "steps", "."+key+".old-"+fmt.Sprint(time.Now().UnixNano()))
+			if err := os.Rename(target, old); err != nil {
+				return nil, err
+			}
+			os.RemoveAll(old)
+		}
+	}
+	return atomicfile.CreateDir(target)
+}
+
+// commit publishes a finished entry. When a concurrent run published the
+// same key first, its entry stands (same key, same content).
+func (c *Cache) commit(d *atomicfile.Dir, key string) error {
+	if err := d.Commit(); err != nil {
+		if c.lookup(key) != nil {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+var errNoOutput = errors.New("the step wrote no output directory")
