@@ -1,0 +1,152 @@
+package h1b
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync"
+)
+
+// File is an open .h1b. Tensor bytes come from an mmapped view.
+type File struct {
+	Path string
+	Header
+	// Tensors lists every region in file order, Skipped copies included.
+	Tensors []Tensor
+	// End is the offset just past the last layer; bytes after it (an
+	// untied LM head some writers append) are ignored, as the loaders do.
+	End int64
+
+	f      *os.File
+	size   int64
+	index  map[string]int
+	once   sync.Once
+	mapped []byte
+	mapErr error
+}
+
+// Open opens and validates an .h1b file.
+func Open(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	hb := make([]byte, 52)
+	n, _ := f.ReadAt(hb, 0)
+	h, err := DecodeHeader(hb[:n])
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	ts, end, err := Layout(h)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if end > st.Size() {
+		// Name the first region that does not fit.
+		for _, t := range ts {
+			stop := t.Offset + t.Size
+			if t.Kind == Packed {
+				stop = t.ScalesOffset + 4*int64(t.Rows)
+			}
+			if stop > st.Size() {
+				f.Close()
+				return nil, fmt.Errorf("%s: byte %d: tensor %q [%d×%d] ends at byte %d, past the end of the %d-byte file (truncated, or the header dims are wrong: %d layers, hidden %d, intermediate %d, vocab %d)",
+					path, t.Offset, t.Name, t.Rows, t.K, stop, st.Size(), h.NumLayers, h.HiddenSize, h.IntermediateSize, h.VocabSize)
+			}
+		}
+	}
+	g := &File{Path: path, Header: h, Tensors: ts, End: end, f: f, size: st.Size(), index: make(map[string]int, len(ts))}
+	for i, t := range ts {
+		g.index[t.Name] = i
+	}
+	return g, nil
+}
+
+// Size is the file length.
+func (g *File) Size() int64 { return g.size }
+
+// Close releases the file and mapping.
+func (g *File) Close() error {
+	if g.mapped != nil {
+		munmap(g.mapped)
+		g.mapped = nil
+	}
+	return g.f.Close()
+}
+
+// Tensor looks a region up by name.
+func (g *File) Tensor(name string) (Tensor, bool) {
+	i, ok := g.index[name]
+	if !ok {
+		return Tensor{}, false
+	}
+	return g.Tensors[i], true
+}
+
+func (g *File) view(off, n int64) ([]byte, error) {
+	g.once.Do(func() { g.mapped, g.mapErr = mmapFile(g.f, g.size) })
+	if g.mapErr != nil {
+		b := make([]byte, n)
+		if _, err := g.f.ReadAt(b, off); err != nil && err != io.EOF {
+			return nil, err
+		}
+		return b, nil
+	}
+	return g.mapped[off : off+n : off+n], nil
+}
+
+// Bytes returns the stored values (F32, Skipped) or packed codes (Packed)
+// as a read-only view, valid until Close.
+func (g *File) Bytes(t Tensor) ([]byte, error) { return g.view(t.Offset, t.Size) }
+
+// ScaleBytes returns the raw f32 scales of a Packed tensor.
+func (g *File) ScaleBytes(t Tensor) ([]byte, error) {
+	if t.Kind != Packed {
+		return nil, fmt.Errorf("%s: tensor %q has no scales", g.Path, t.Name)
+	}
+	return g.view(t.ScalesOffset, 4*int64(t.Rows))
+}
+
+// Scales decodes a Packed tensor's per-row scales.
+func (g *File) Scales(t Tensor) ([]float32, error) {
+	b, err := g.ScaleBytes(t)
+	if err != nil {
+		return nil, err
+	}
+	return decodeF32(b), nil
+}
+
+// Float32 decodes an F32 (or Skipped) region.
+func (g *File) Float32(t Tensor) ([]float32, error) {
+	if t.Kind == Packed {
+		return nil, fmt.Errorf("%s: tensor %q is packed; unpack it with the %s codec", g.Path, t.Name, Packing(g.Version))
+	}
+	b, err := g.Bytes(t)
+	if err != nil {
+		return nil, err
+	}
+	return decodeF32(b), nil
+}
+
+// RowBytes is the packed row stride of t in this file.
+func (g *File) RowBytes(t Tensor) int {
+	n, _ := RowBytes(g.Version, t.K)
+	return n
+}
+
+func decodeF32(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
