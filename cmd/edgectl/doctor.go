@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -55,9 +56,10 @@ func runDoctor(ctx context.Context, io *cli.IO, o *doctorOptions) error {
 			return err
 		}
 	} else {
-		io.Printf("%s (target %s): %s\n", r.Path, r.Target, r.Verdict)
+		verdictColor := map[string]string{"pass": cli.Green, "fixable": cli.Yellow, "blocked": cli.Red}[r.Verdict]
+		io.Printf("%s (target %s): %s\n", r.Path, r.Target, io.Color(verdictColor, r.Verdict))
 		for _, f := range r.Findings {
-			io.Printf("  %-9s %-20s %s\n", f.Severity, f.ID, f.Message)
+			io.Printf("  %s %-20s %s\n", io.Color(severityColor[f.Severity], fmt.Sprintf("%-9s", f.Severity)), f.ID, f.Message)
 			io.Printf("  %-9s %-20s evidence: %s\n", "", "", f.Evidence)
 			if f.Fix != "" {
 				io.Printf("  %-9s %-20s fix: %s\n", "", "", f.Fix)
@@ -69,3 +71,6 @@ func runDoctor(ctx context.Context, io *cli.IO, o *doctorOptions) error {
 	}
 	return nil
 }
+
+var severityColor = map[doctor.Severity]string{doctor.Info: cli.Blue, doctor.Warning: cli.Yellow,
+	doctor.Fixable: cli.Yellow, doctor.Quantize: cli.Yellow, doctor.Blocking: cli.Red}

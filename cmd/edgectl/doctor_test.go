@@ -140,3 +140,10 @@ func TestDoctorOnRealFixture(t *testing.T) {
 		t.Fatalf("human output (exit %d):\n%s", code, out)
 	}
 }
+
+func writeGemma(t *testing.T, dir string) {
+	t.Helper()
+	if err := testmodel.Write(dir, testmodel.Spec{ModelType: "gemma3", Config: map[string]any{"eos_token_id": []int{1, 106}}}); err != nil {
+		t.Fatal(err)
+	}
+}
