@@ -62,3 +62,22 @@ func TestParseRejectsGarbage(t *testing.T) {
 		t.Fatal("accepted a merge that is not a pair")
 	}
 }
+
+func TestByteLevelAlphabet(t *testing.T) {
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	s := ByteLevelEncode(all)
+	back, ok := ByteLevelDecode(s)
+	if !ok || string(back) != string(all) {
+		t.Fatal("round trip of all 256 bytes failed")
+	}
+	// Known spellings: space is Ġ (U+0120), newline Ċ (U+010A), 'a' itself.
+	if ByteLevelRune(' ') != 'Ġ' || ByteLevelRune('\n') != 'Ċ' || ByteLevelRune('a') != 'a' {
+		t.Fatalf("space %q newline %q", ByteLevelRune(' '), ByteLevelRune('\n'))
+	}
+	if _, ok := ByteLevelDecode("<|im_end|>✓"); ok {
+		t.Fatal("decoded a rune outside the alphabet")
+	}
+}
