@@ -63,14 +63,18 @@ func (r repoCache) blob(etag string) string { return filepath.Join(r.dir, "blobs
 func (r repoCache) incomplete(etag string) string {
 	return filepath.Join(r.dir, "blobs", etag+".incomplete")
 }
-func (r repoCache) snapshotDir(commit string) string { return filepath.Join(r.dir, "snapshots", commit) }
+func (r repoCache) snapshotDir(commit string) string {
+	return filepath.Join(r.dir, "snapshots", commit)
+}
 func (r repoCache) pointer(commit, file string) string {
 	return filepath.Join(r.snapshotDir(commit), filepath.FromSlash(file))
 }
 func (r repoCache) noExist(commit, file string) string {
 	return filepath.Join(r.dir, ".no_exist", commit, filepath.FromSlash(file))
 }
-func (r repoCache) ref(rev string) string { return filepath.Join(r.dir, "refs", filepath.FromSlash(rev)) }
+func (r repoCache) ref(rev string) string {
+	return filepath.Join(r.dir, "refs", filepath.FromSlash(rev))
+}
 func (r repoCache) lock(etag string) string {
 	return filepath.Join(r.root, ".locks", r.folder, etag+".lock")
 }
@@ -209,4 +213,17 @@ func (r repoCache) listSnapshot(commit string) ([]cachedFile, error) {
 		return nil
 	})
 	return out, err
+}
+
+// ParseRef splits "ORG/NAME[@REVISION]" as edgectl's commands accept it;
+// the revision is "" when absent (Snapshot then uses main).
+func ParseRef(ref string) (repo, revision string, err error) {
+	repo, revision, hasAt := strings.Cut(ref, "@")
+	if strings.Contains(ref, "://") || (hasAt && revision == "") {
+		return "", "", newErr(KindOther, nil, "%q: give a Hub model as ORG/NAME[@REVISION], e.g. Qwen/Qwen2.5-0.5B@main", ref)
+	}
+	if err := checkRepoID(repo); err != nil {
+		return "", "", err
+	}
+	return repo, revision, nil
 }

@@ -32,6 +32,18 @@ type Client struct {
 
 	// Retry decides how often and how long to wait after a transient failure.
 	Retry RetryPolicy
+
+	// StallTimeout is how long a response may send nothing before the
+	// connection is dropped and the request retried (default 30s). A link
+	// that hangs without closing would otherwise block a pull forever.
+	StallTimeout time.Duration
+}
+
+func (c *Client) stallTimeout() time.Duration {
+	if c.StallTimeout > 0 {
+		return c.StallTimeout
+	}
+	return 30 * time.Second
 }
 
 // RetryPolicy is exponential backoff with jitter; a server's Retry-After

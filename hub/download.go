@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
@@ -48,8 +48,6 @@ type session struct {
 
 // progressEvery limits progress events per file.
 const progressEvery = 250 * time.Millisecond
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
 func (s *session) resolveURL(file string) string {
 	segs := strings.Split(file, "/")
@@ -92,8 +90,18 @@ func (s *session) fetch(ctx context.Context, f fileSpec) (FileResult, error) {
 		res.Cached, res.Size = true, sz
 		return done()
 	}
+	// A symlink-less cache (huggingface_hub on Windows without developer
+	// mode) keeps the file itself in the snapshot and no blob.
+	ptr := s.rc.pointer(s.commit, f.path)
+	if fi, err := os.Lstat(ptr); err == nil && fi.Mode().IsRegular() && (f.size < 0 || fi.Size() == f.size) {
+		res.Cached, res.Size, res.Blob = true, fi.Size(), ptr
+		s.emit(Event{Event: EventFileDone, Repo: s.repo, File: f.path, Bytes: res.Size, Total: res.Size, Cached: true})
+		return res, nil
+	}
 
-	unlock, err := lockFile(ctx, s.rc.lock(f.etag))
+	unlock, err := lockFile(ctx, s.rc.lock(f.etag), func() {
+		s.emit(Event{Event: EventWarning, Repo: s.repo, File: f.path, Message: "waiting for another process downloading " + f.path + " (" + s.rc.lock(f.etag) + ")"})
+	})
 	if err != nil {
 		return res, err
 	}
@@ -161,6 +169,7 @@ func (s *session) download(ctx context.Context, f *fileSpec, res *FileResult) er
 	if err := os.MkdirAll(filepath.Dir(inc), 0o755); err != nil {
 		return diskErr(err, inc)
 	}
+	adoptIncomplete(inc, f.etag)
 	fh, err := os.OpenFile(inc, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return diskErr(err, inc)
@@ -193,8 +202,7 @@ func (s *session) download(ctx context.Context, f *fileSpec, res *FileResult) er
 	}
 	s.emit(Event{Event: EventFileStart, Repo: s.repo, File: f.path, Bytes: off, Total: f.size, Resumed: off})
 
-	bufp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bufp)
+	bufs := newPipeBufs()
 	restart := func() error {
 		off = 0
 		v.reset()
@@ -249,7 +257,15 @@ func (s *session) download(ctx context.Context, f *fileSpec, res *FileResult) er
 		if _, err := fh.Seek(off, io.SeekStart); err != nil {
 			return err
 		}
-		n, rerr, werr := s.copyBody(fh, v, resp.Body, *bufp, f, off)
+		// A watchdog closes the body when no byte arrives for the stall timeout.
+		stall := s.c.stallTimeout()
+		var stalled atomic.Bool
+		watchdog := time.AfterFunc(stall, func() { stalled.Store(true); resp.Body.Close() })
+		n, rerr, werr := s.copyBody(fh, v, readWatched{resp.Body, watchdog, stall}, bufs, f, off)
+		watchdog.Stop()
+		if stalled.Load() && rerr != nil {
+			rerr = fmt.Errorf("no data for %v: %w", stall, rerr)
+		}
 		off += n
 		res.Downloaded += n
 		if werr != nil {
@@ -291,23 +307,62 @@ func (s *session) download(ctx context.Context, f *fileSpec, res *FileResult) er
 	return atomicfile.SyncDir(filepath.Dir(res.Blob))
 }
 
+// adoptIncomplete resumes what a recent huggingface_hub left behind: it
+// downloads to blobs/<etag>.<random>.incomplete, so a partial file it did not
+// finish has a name nobody else will reuse. Called under the blob's lock,
+// when no such file can still be growing, it renames the largest one to
+// edgectl's stable name (the name older huggingface_hub versions use too).
+func adoptIncomplete(inc, etag string) {
+	if _, err := os.Lstat(inc); err == nil {
+		return
+	}
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(inc), etag+".*.incomplete"))
+	best, bestSize := "", int64(0)
+	for _, m := range matches {
+		if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() && fi.Size() > bestSize {
+			best, bestSize = m, fi.Size()
+		}
+	}
+	if best != "" {
+		os.Rename(best, inc)
+	}
+}
+
 // copyBody streams src to dst and the verifier, reporting progress. Read and
 // write errors are returned apart: a broken connection is retried, a full
-// disk is not.
-func (s *session) copyBody(dst *os.File, v *verifier, src io.Reader, buf []byte, f *fileSpec, base int64) (n int64, rerr, werr error) {
+// disk is not. Hashing runs on its own goroutine, a few buffers behind the
+// writes, so the checksum costs little wall time where a core is free.
+func (s *session) copyBody(dst *os.File, v *verifier, src io.Reader, bufs pipeBufs, f *fileSpec, base int64) (n int64, rerr, werr error) {
+	work := make(chan []byte, len(bufs))
+	hashed := make(chan struct{})
+	go func() {
+		defer close(hashed)
+		for b := range work {
+			v.Write(b)
+			bufs.put(b)
+		}
+	}()
+	defer func() {
+		close(work)
+		<-hashed
+	}()
 	last := time.Now()
 	for {
+		buf := bufs.get()
 		k, err := src.Read(buf)
 		if k > 0 {
 			if _, werr = dst.Write(buf[:k]); werr != nil {
+				bufs.put(buf)
 				return n, nil, werr
 			}
-			v.Write(buf[:k])
+			work <- buf[:k]
 			n += int64(k)
 			if now := time.Now(); now.Sub(last) >= progressEvery {
 				last = now
 				s.emit(Event{Event: EventProgress, Repo: s.repo, File: f.path, Bytes: base + n, Total: f.size})
 			}
+		} else {
+			bufs.put(buf)
 		}
 		if err == io.EOF {
 			return n, nil, nil
@@ -317,6 +372,41 @@ func (s *session) copyBody(dst *os.File, v *verifier, src io.Reader, buf []byte,
 		}
 	}
 }
+
+// readWatched pushes the stall watchdog back on every read that brings bytes.
+type readWatched struct {
+	r     io.Reader
+	t     *time.Timer
+	stall time.Duration
+}
+
+func (w readWatched) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if n > 0 {
+		w.t.Reset(w.stall)
+	}
+	return n, err
+}
+
+// pipeBufs is a small ring of buffers shared by the network reader and the
+// hasher: memory per download stays at pipeDepth × pipeBufSize.
+type pipeBufs chan []byte
+
+const (
+	pipeDepth   = 4
+	pipeBufSize = 256 << 10
+)
+
+func newPipeBufs() pipeBufs {
+	p := make(pipeBufs, pipeDepth)
+	for range pipeDepth {
+		p <- make([]byte, pipeBufSize)
+	}
+	return p
+}
+
+func (p pipeBufs) get() []byte  { return <-p }
+func (p pipeBufs) put(b []byte) { p <- b[:cap(b)] }
 
 // parseContentRange reads "bytes START-END/TOTAL"; TOTAL may be "*" (-1).
 func parseContentRange(v string) (start, total int64) {

@@ -9,7 +9,7 @@ type Event struct {
 	Revision string `json:"revision,omitempty"`
 	Commit   string `json:"commit,omitempty"`
 	File     string `json:"file,omitempty"`
-	Bytes    int64  `json:"bytes,omitempty"` // file bytes on disk so far (start: bytes still to download)
+	Bytes    int64  `json:"bytes,omitempty"` // file bytes on disk so far
 	Total    int64  `json:"total,omitempty"` // file size (start: size of all selected files)
 	Files    int    `json:"files,omitempty"` // start: number of selected files
 	Cached   bool   `json:"cached,omitempty"`

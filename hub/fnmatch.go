@@ -34,7 +34,9 @@ func compilePatterns(globs []string) ([]pattern, error) {
 func (p pattern) match(name string) bool { return p.re.MatchString(name) }
 
 // literal reports whether the pattern names one file (no glob characters).
-func (p pattern) literal() bool { return !strings.ContainsAny(p.src, "*?[") && !strings.HasSuffix(p.src, "/") }
+func (p pattern) literal() bool {
+	return !strings.ContainsAny(p.src, "*?[") && !strings.HasSuffix(p.src, "/")
+}
 
 // fnmatchRegexp is Python's fnmatch.translate: the whole name must match.
 func fnmatchRegexp(pat string) string {

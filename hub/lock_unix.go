@@ -14,7 +14,7 @@ import (
 // lockFile takes the same flock huggingface_hub's filelock takes on
 // .locks/<repo>/<etag>.lock, so two tools (or two edgectl runs) never write
 // one blob at once. The kernel drops it when the process dies, kill -9 included.
-func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+func lockFile(ctx context.Context, path string, onWait func()) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, diskErr(err, path)
 	}
@@ -22,7 +22,7 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 	if err != nil {
 		return nil, diskErr(err, path)
 	}
-	for {
+	for waited := false; ; waited = true {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
 			return func() {
@@ -33,6 +33,9 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			f.Close()
 			return nil, err
+		}
+		if !waited && onWait != nil {
+			onWait()
 		}
 		select {
 		case <-ctx.Done():

@@ -14,10 +14,10 @@ type Kind int
 const (
 	// KindOther keeps the exit code the cause declares (hub errors carry
 	// their own: not found, auth, offline, …), else 1.
-	KindOther Kind = iota
-	KindInput          // bad SOURCE, options or checkpoint: exit 1
-	KindBlocked        // doctor found a blocking fault for this target: exit 4
-	KindTool           // an external tool (container runtime, compiler) failed: exit 5
+	KindOther   Kind = iota
+	KindInput        // bad SOURCE, options or checkpoint: exit 1
+	KindBlocked      // doctor found a blocking fault for this target: exit 4
+	KindTool         // an external tool (container runtime, compiler) failed: exit 5
 )
 
 // Error is a step failure: which step, why, and the exit code it maps to.
@@ -49,7 +49,8 @@ func (e *Error) ExitCode() int {
 	return cli.CodeOf(e.Err)
 }
 
-// inputErr, blockedErr and toolErr build errors of each kind.
+// inputErr and blockedErr build errors of their kind (tool failures come
+// from pulsar2 with their own exit code).
 func inputErr(format string, args ...any) error {
 	return &Error{Kind: KindInput, Err: fmt.Errorf(format, args...)}
 }
@@ -57,8 +58,6 @@ func inputErr(format string, args ...any) error {
 func blockedErr(format string, args ...any) error {
 	return &Error{Kind: KindBlocked, Err: fmt.Errorf(format, args...)}
 }
-
-func toolErr(err error) error { return &Error{Kind: KindTool, Err: err} }
 
 // inStep attaches the step name to err, keeping a kind the step chose.
 func inStep(step string, err error) error {

@@ -45,7 +45,8 @@ type Event struct {
 
 // Reporter sends events to --json stdout and people's lines to stderr.
 type Reporter struct {
-	io *cli.IO
+	io     *cli.IO
+	onEmit func(Event) // observes every event (the run's own bookkeeping)
 
 	mu       sync.Mutex
 	lastProg time.Time
@@ -56,7 +57,13 @@ func NewReporter(io *cli.IO) *Reporter { return &Reporter{io: io} }
 
 // Emit sends e as a JSON line (with --json) and logs it for people.
 func (r *Reporter) Emit(e Event) {
-	if r == nil || r.io == nil {
+	if r == nil {
+		return
+	}
+	if r.onEmit != nil {
+		r.onEmit(e)
+	}
+	if r.io == nil {
 		return
 	}
 	r.io.Event(e)
@@ -81,7 +88,7 @@ func (r *Reporter) Emit(e Event) {
 		// root.go prints the error itself; nothing to add.
 	default:
 		if e.Message != "" {
-			r.io.Logf("%s", e.Message)
+			r.io.Logf("  %s", e.Message)
 		}
 	}
 }
@@ -101,4 +108,13 @@ func (r *Reporter) Progress(step string, done, total int64, unit string) {
 	r.lastProg = now
 	r.mu.Unlock()
 	r.io.Event(Event{Event: "progress", Step: step, Done: done, Total: total, Unit: unit})
+}
+
+// Log passes a tool's log line to people (stderr), never to --json stdout:
+// compiler logs are long and belong in the CI log, not the event stream.
+func (r *Reporter) Log(line string) {
+	if r == nil || r.io == nil {
+		return
+	}
+	r.io.Logf("  | %s", line)
 }

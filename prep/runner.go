@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/internal/version"
 )
 
@@ -181,7 +183,7 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 		}
 	}
 	b, _ := json.MarshalIndent(rec, "", "  ")
-	if err := os.WriteFile(filepath.Join(d.Path, stepRecordFile), append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(d.Path, stepRecordFile), append(b, '\n'), 0o644); err != nil {
 		return stepResult{}, inStep(st.Name, err)
 	}
 	if err := r.cache.commit(d, key); err != nil {
@@ -192,10 +194,4 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 }
 
 // exitCode is the code an error will exit with (for error events).
-func exitCode(err error) int {
-	type coder interface{ ExitCode() int }
-	if c, ok := err.(coder); ok {
-		return c.ExitCode()
-	}
-	return 1
-}
+func exitCode(err error) int { return cli.CodeOf(err) }

@@ -28,8 +28,8 @@ func newFloatRows(raw []byte, dt string, rows, cols int) (*floatRows, error) {
 	}
 	m := &floatRows{raw: raw, dt: dt, r: rows, c: cols}
 	if dt == "F32" {
-		if uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%4 == 0 {
-			m.f32 = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(raw))), rows*cols)
+		if v := viewF32(raw, rows*cols); v != nil {
+			m.f32 = v
 		} else {
 			m.f32 = make([]float32, rows*cols)
 			for i := range m.f32 {
@@ -113,3 +113,16 @@ func dotBF16(w []byte, x []float32) float32 {
 }
 
 func float32frombits(u uint32) float32 { return *(*float32)(unsafe.Pointer(&u)) }
+
+// viewF32 reinterprets 4-aligned little-endian bytes as float32s (nil if
+// misaligned).
+func viewF32(raw []byte, n int) []float32 {
+	if n == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%4 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(raw))), n)
+}
+
+func unsafeInt8(b []byte) []int8 {
+	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
+}

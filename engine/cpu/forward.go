@@ -44,7 +44,7 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 	for l := range ar.layers {
 		if cap(s.kc[l]) < need {
 			c := max(need, 2*cap(s.kc[l]), 64*kvd)
-			c = min(c, ar.ctx*kvd)
+			c = max(min(c, ar.ctx*kvd), need)
 			s.kc[l] = append(make([]float32, 0, c), s.kc[l]...)
 			s.vc[l] = append(make([]float32, 0, c), s.vc[l]...)
 		}

@@ -18,6 +18,8 @@ type ternLinear struct {
 	// rowScale multiplies row r's integer dot (.h1b per-row scales); nil for
 	// the GGUF types, whose fp16 scale sits in each 256-weight block.
 	rowScale []float32
+	owned    bool   // data is already in anonymous memory (not a file view)
+	from     string // the file's packing when repacked at load
 	// blockDot returns Σ_b d_b·(Σ_i w_i q_i) for one row of a block-scaled
 	// type; intDot returns the exact Σ w_i q_i of a row-scaled type.
 	blockDot func(row []byte, q []int8, bsum []int32) float32
@@ -28,10 +30,19 @@ func (l *ternLinear) rows() int      { return l.r }
 func (l *ternLinear) cols() int      { return l.c }
 func (l *ternLinear) int8() bool     { return true }
 func (l *ternLinear) size() int64    { return int64(len(l.data)) + 4*int64(len(l.rowScale)) }
-func (l *ternLinear) format() string { return l.kind }
+func (l *ternLinear) format() string {
+	if l.from != "" {
+		return l.from
+	}
+	return l.kind
+}
 
 func (l *ternLinear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 	k, nb := a.k, (a.k+255)/256
+	if l.kind == "I2" && i2Dot4 != nil && a.n >= 4 {
+		l.mulI2x4(out, ldo, a, r0, r1)
+		return
+	}
 	for r := r0; r < r1; r++ {
 		row := l.data[r*l.rowBytes : (r+1)*l.rowBytes]
 		for t := range a.n {
@@ -220,6 +231,8 @@ func rowBytesFor(kind string, k int) int {
 		return (k + 19) / 20 * 4
 	case "sherry":
 		return k * 5 / 32
+	case "I2":
+		return k / 256 * i2Block
 	}
 	return 0
 }
@@ -238,6 +251,28 @@ func newTernary(kind string, data []byte, rows, k int, scales []float32) *ternLi
 		l.intDot = base3Dot
 	case "sherry":
 		l.intDot = sherryDot
+	case "I2":
+		l.intDot = func(row []byte, q []int8, total int32) int32 { return i2Dot(row, q, total) }
 	}
 	return l
+}
+
+// mulI2x4 is the prefill path of I2: four tokens per pass over a row.
+func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
+	k := a.k
+	var sums [4]int32
+	for r := r0; r < r1; r++ {
+		row := l.data[r*l.rowBytes : (r+1)*l.rowBytes]
+		sc := l.rowScale[r]
+		t := 0
+		for ; t+4 <= a.n; t += 4 {
+			i2Dot4(row, a.q[t*k:], k, a.total[t:t+4], &sums)
+			for i := range 4 {
+				out[(t+i)*ldo+r] = float32(sums[i]) * sc * a.scale[t+i]
+			}
+		}
+		for ; t < a.n; t++ {
+			out[t*ldo+r] = float32(i2Dot(row, a.q[t*k:(t+1)*k], a.total[t])) * sc * a.scale[t]
+		}
+	}
 }

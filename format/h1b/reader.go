@@ -16,7 +16,9 @@ type File struct {
 	// Tensors lists every region in file order, Skipped copies included.
 	Tensors []Tensor
 	// End is the offset just past the last layer; bytes after it (an
-	// untied LM head some writers append) are ignored, as the loaders do.
+	// untied LM head some writers append) are ignored by the legacy
+	// loaders. When TieEmbeddings is 0 and exactly vocab×hidden f32 follow,
+	// Tensors ends with an F32 "lm_head" over them.
 	End int64
 
 	f      *os.File
@@ -63,6 +65,12 @@ func Open(path string) (*File, error) {
 					path, t.Offset, t.Name, t.Rows, t.K, stop, st.Size(), h.NumLayers, h.HiddenSize, h.IntermediateSize, h.VocabSize)
 			}
 		}
+	}
+	// An untied model's LM head, when a writer appended it as f32
+	// [vocab][hidden] right after the last layer (edgectl does), is exposed
+	// as "lm_head"; other trailing bytes stay anonymous.
+	if head := 4 * int64(h.VocabSize) * int64(h.HiddenSize); h.TieEmbeddings == 0 && st.Size()-end == head {
+		ts = append(ts, Tensor{Name: "lm_head", Kind: F32, Rows: int(h.VocabSize), K: int(h.HiddenSize), Offset: end, Size: head})
 	}
 	g := &File{Path: path, Header: h, Tensors: ts, End: end, f: f, size: st.Size(), index: make(map[string]int, len(ts))}
 	for i, t := range ts {

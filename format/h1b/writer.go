@@ -113,6 +113,41 @@ func (w *Writer) WriteF32(name string, v []float32) error {
 	return w.err
 }
 
+// WriteF32Bytes appends little-endian f32 bytes to the F32 tensor name
+// (for large tensors such as embedding that arrive already encoded).
+func (w *Writer) WriteF32Bytes(name string, b []byte) error {
+	if len(b)%4 != 0 {
+		return fmt.Errorf("h1b: tensor %q: %d bytes is not whole f32 values", name, len(b))
+	}
+	if strings.HasSuffix(name, "_sub_norm") {
+		return w.WriteF32(name, decodeF32(b))
+	}
+	t, err := w.expect(name, F32)
+	if err != nil {
+		return err
+	}
+	if w.done+int64(len(b)) > t.Size {
+		return fmt.Errorf("h1b: tensor %q: %d values written, %d expected", name, (w.done+int64(len(b)))/4, t.Size/4)
+	}
+	w.put(b)
+	w.done += int64(len(b))
+	if w.done == t.Size {
+		w.advance()
+	}
+	return w.err
+}
+
+// WriteTrailer appends bytes after the last layer (an untied LM head as
+// f32 [vocab][hidden]); legacy readers ignore them. Call after all
+// tensors and before Finish.
+func (w *Writer) WriteTrailer(b []byte) error {
+	if n := w.Next(); n != "" {
+		return fmt.Errorf("h1b: trailer written before tensor %q", n)
+	}
+	w.put(b)
+	return w.err
+}
+
 func (w *Writer) putF32(v []float32) {
 	var buf [4096]byte
 	for len(v) > 0 {

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	goio "io"
+	"os"
+	"reflect"
+
+	"github.com/edgectl/edgectl/format/gguf"
+)
+
+func init() {
+	registerInspector(inspector{name: "gguf", match: isGGUF, inspect: inspectGGUF, raw: rawGGUF})
+}
+
+// isGGUF matches by extension or by magic, so renamed files still work.
+func isGGUF(path string) bool {
+	if hasExt(path, ".gguf") {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var m [4]byte
+	n, _ := f.ReadAt(m[:], 0)
+	return n == 4 && string(m[:]) == gguf.Magic
+}
+
+func inspectGGUF(path string) (*report, error) {
+	g, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	arch := g.Architecture()
+	r := &report{Path: path, Format: "gguf", Architecture: arch, DTypes: map[string]int{}, Metadata: map[string]any{}}
+	for _, kv := range g.KVs {
+		r.Metadata[kv.Key] = summarizeValue(kv)
+	}
+	geti := func(key string) int {
+		v, _ := g.Int(arch + "." + key)
+		return int(v)
+	}
+	if arch != "" {
+		d := &dims{HiddenSize: geti("embedding_length"), IntermediateSize: geti("feed_forward_length"), Layers: geti("block_count"),
+			Heads: geti("attention.head_count"), KVHeads: geti("attention.head_count_kv"), ContextLength: geti("context_length"),
+			HeadDim: geti("rope.dimension_count"), VocabSize: geti("vocab_size")}
+		if toks, err := g.Strings("tokenizer.ggml.tokens"); err == nil {
+			model, _ := g.String("tokenizer.ggml.model")
+			r.Tokenizer = &tokenizerInfo{Files: []string{"(embedded tokenizer.ggml.*)"}, Model: model, VocabSize: len(toks)}
+			if d.VocabSize == 0 {
+				d.VocabSize = len(toks)
+			}
+		}
+		r.Dims = d
+	}
+	for _, t := range g.Tensors {
+		r.Parameters += t.Elements()
+		r.TensorBytes += t.Size
+		r.DTypes[t.Type.String()]++
+		r.Tensors = append(r.Tensors, tensorEntry{Name: t.Name, DType: t.Type.String(), Shape: append([]int64(nil), t.Ne...), Offset: t.Offset, Size: t.Size})
+	}
+	return r, nil
+}
+
+// summarizeValue keeps scalars and short arrays, and describes long ones
+// (a 128k-token vocabulary is not metadata a person reads).
+func summarizeValue(kv gguf.KV) any {
+	if kv.Type != gguf.ValArray {
+		return kv.Value
+	}
+	n := reflect.ValueOf(kv.Value).Len()
+	if n <= 16 {
+		return kv.Value
+	}
+	return fmt.Sprintf("[%d × %s]", n, kv.Elem)
+}
+
+func rawGGUF(path, tensor string, w goio.Writer) error {
+	g, err := gguf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	t, ok := g.Tensor(tensor)
+	if !ok {
+		return fmt.Errorf("%s: no tensor %q (run edgectl inspect %s to list them)", path, tensor, path)
+	}
+	_, err = goio.Copy(w, g.Reader(t))
+	return err
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/edgectl/edgectl/hub"
+	"github.com/edgectl/edgectl/internal/cli"
+)
+
+func init() { register(newPullCmd) }
+
+// pullOCI pulls an oci:// artifact; the OCI file sets it when that support is
+// built in, so pull.go stays free of registry code.
+var pullOCI func(ctx context.Context, io *cli.IO, ref, localDir string) error
+
+type pullOptions struct {
+	Ref      string // REPO[@REVISION] or oci://REF
+	Include  []string
+	Exclude  []string
+	LocalDir string
+	Jobs     int
+	Token    string
+}
+
+func newPullCmd(io *cli.IO) *cobra.Command {
+	return newPullCmdWith(io, runPull)
+}
+
+func newPullCmdWith(io *cli.IO, runF func(context.Context, *cli.IO, *pullOptions) error) *cobra.Command {
+	o := &pullOptions{}
+	cmd := &cobra.Command{
+		Use:   "pull REPO[@REVISION]",
+		Short: "Download a Hugging Face model into the shared Hub cache (resumable, verified)",
+		Long: `Downloads a model repository from the Hugging Face Hub into the same cache
+huggingface_hub uses (HF_HUB_CACHE, default ~/.cache/huggingface/hub), so files
+either tool already fetched are not fetched again. Interrupted downloads resume;
+LFS files are checked against their sha256 before they enter the cache.
+
+The snapshot directory is printed on stdout. Environment: HF_ENDPOINT, HF_TOKEN
+(or the token file under HF_HOME), HF_HOME, HF_HUB_CACHE, HF_HUB_OFFLINE=1.
+
+Exit codes: 10 not found, 11 gated/private (accept the licence or set HF_TOKEN),
+12 offline and not cached, 13 checksum mismatch, 14 disk full, 15 network,
+16 Hub busy.`,
+		Example: `  edgectl pull Qwen/Qwen2.5-0.5B-Instruct
+  edgectl pull meta-llama/Llama-3.2-1B@main --include '*.json' --include '*.safetensors'
+  edgectl pull Qwen/Qwen3-1.7B --local-dir ./Qwen3-1.7B --jobs 8
+  HF_HUB_OFFLINE=1 edgectl pull Qwen/Qwen3-1.7B   # answer from the cache only`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Ref = args[0]
+			return runF(cmd.Context(), io, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.Include, "include", nil, "only files matching this glob (fnmatch: * also matches /); repeatable")
+	f.StringArrayVar(&o.Exclude, "exclude", nil, "skip files matching this glob; repeatable")
+	f.StringVar(&o.LocalDir, "local-dir", "", "also copy the files into DIR as real files (not symlinks)")
+	f.IntVarP(&o.Jobs, "jobs", "j", 4, "files downloaded at once")
+	f.StringVar(&o.Token, "token", "", "Hub access token (default: HF_TOKEN, then the token file under HF_HOME)")
+	return cmd
+}
+
+func runPull(ctx context.Context, io *cli.IO, o *pullOptions) error {
+	if strings.HasPrefix(o.Ref, "oci://") {
+		if pullOCI == nil {
+			return cli.Usagef("%s: OCI pulls are not built into this edgectl; pull a Hub model as ORG/NAME[@REVISION]", o.Ref)
+		}
+		return pullOCI(ctx, io, o.Ref, o.LocalDir)
+	}
+	repo, rev, err := hub.ParseRef(o.Ref)
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	if o.Jobs < 1 {
+		return cli.Usagef("--jobs %d: give at least 1", o.Jobs)
+	}
+	cfg := hub.FromEnv()
+	if o.Token != "" {
+		cfg.Token = o.Token
+	}
+	c, err := hub.NewClient(cfg)
+	if err != nil {
+		return err
+	}
+	prog := newPullProgress(io)
+	snap, err := c.Snapshot(ctx, repo, rev, hub.SnapshotOptions{
+		Include: o.Include, Exclude: o.Exclude, Jobs: o.Jobs, LocalDir: o.LocalDir, OnEvent: prog.on,
+	})
+	prog.finish()
+	if errors.Is(err, context.Canceled) {
+		return cli.Exitf(cli.ExitError, "pull of %s interrupted: partial downloads are kept, run the same command again to resume", o.Ref)
+	}
+	if err != nil {
+		return err
+	}
+
+	for _, m := range snap.Missing {
+		io.Logf("warning: %s@%s has no file %s", snap.Repo, snap.Revision, m)
+	}
+	if io.JSON {
+		io.Event(struct {
+			Event string `json:"event"`
+			*hub.Snapshot
+			Downloaded int64 `json:"downloaded"`
+		}{"done", snap, snap.Downloaded()})
+		return nil
+	}
+	cached := 0
+	for _, f := range snap.Files {
+		if f.Cached {
+			cached++
+		}
+	}
+	how := fmt.Sprintf("%s downloaded, %d of %d files from the cache", pullSize(snap.Downloaded()), cached, len(snap.Files))
+	if snap.Offline {
+		how = fmt.Sprintf("%d files from the cache (offline)", len(snap.Files))
+	}
+	io.Logf("%s@%s → commit %s: %s", snap.Repo, snap.Revision, snap.Commit[:min(12, len(snap.Commit))], how)
+	io.Printf("%s\n", snap.Dir)
+	return nil
+}
+
+// pullProgress turns hub events into JSON lines (--json), one overall bar
+// (terminal), and log lines for retries and warnings.
+type pullProgress struct {
+	io    *cli.IO
+	mu    sync.Mutex
+	bar   *progressbar.ProgressBar
+	bytes map[string]int64
+	sum   int64
+}
+
+func newPullProgress(io *cli.IO) *pullProgress {
+	return &pullProgress{io: io, bytes: map[string]int64{}}
+}
+
+func (p *pullProgress) on(e hub.Event) {
+	if p.io.JSON {
+		p.io.Event(e)
+		return
+	}
+	switch e.Event {
+	case hub.EventStart:
+		p.mu.Lock()
+		p.bar = p.io.Bar(e.Total, fmt.Sprintf("%s (%d files)", e.Repo, e.Files))
+		p.mu.Unlock()
+	case hub.EventFileStart, hub.EventProgress, hub.EventFileDone:
+		p.mu.Lock()
+		p.sum += e.Bytes - p.bytes[e.File]
+		p.bytes[e.File] = e.Bytes
+		if p.bar != nil {
+			p.bar.Set64(p.sum)
+		}
+		p.mu.Unlock()
+	case hub.EventRetry:
+		p.io.Logf("retrying %s in %.1fs (try %d failed: %s)", e.File, float64(e.DelayMS)/1000, e.Attempt, e.Message)
+	case hub.EventWarning:
+		p.io.Logf("warning: %s", e.Message)
+	}
+}
+
+func (p *pullProgress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+}
+
+// pullSize formats a byte count (kept here so pull.go depends on no other command's file).
+func pullSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edgectl/edgectl/internal/testmodel"
+)
+
+func bitnetCheckpoint(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bitnet")
+	if err := testmodel.Write(dir, testmodel.Spec{ModelType: "bitnet", Hidden: 256, FFN: 512, Heads: 4, KVHeads: 2, Vocab: 64, Shards: 2}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestQuantPackGGUFAndInspect: pack a sharded checkpoint to TQ2_0 with
+// --json, then inspect the GGUF and dump one tensor raw.
+func TestQuantPackGGUFAndInspect(t *testing.T) {
+	in := bitnetCheckpoint(t)
+	out := filepath.Join(t.TempDir(), "m.gguf")
+	code, stdout, stderr := runCLI(t, "--json", "quant", "pack", in, "-o", out, "--format", "tq2_0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var done struct {
+		Event  string
+		Result struct {
+			Files   []string
+			Tensors []struct{ Name, Type string }
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	for _, l := range lines {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("stdout is not JSON lines: %q", l)
+		}
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &done); err != nil || done.Event != "done" || len(done.Result.Files) != 1 {
+		t.Fatalf("last event %q", lines[len(lines)-1])
+	}
+	if !strings.Contains(stdout, "no tokenizer.json") || !strings.Contains(stdout, "untied lm_head.weight not written") {
+		t.Errorf("missing tokenizer warning event: %s", stdout)
+	}
+	code, stdout, stderr = runCLI(t, "--json", "inspect", out)
+	if code != 0 {
+		t.Fatalf("inspect exit %d: %s", code, stderr)
+	}
+	var r report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Format != "gguf" || r.Architecture != "bitnet" || r.Dims.Layers != 2 || r.DTypes["TQ2_0"] != 14 || r.DTypes["F16"] != 1 {
+		t.Errorf("report %+v", r)
+	}
+	var q tensorEntry
+	for _, e := range r.Tensors {
+		if e.Name == "blk.0.attn_q.weight" {
+			q = e
+		}
+	}
+	if q.DType != "TQ2_0" || q.Size != 256*66 {
+		t.Fatalf("attn_q entry %+v", q)
+	}
+	code, raw, _ := runCLI(t, "inspect", out, "--tensor", "blk.0.attn_q.weight", "--raw")
+	file, _ := os.ReadFile(out)
+	if code != 0 || !bytes.Equal([]byte(raw), file[q.Offset:q.Offset+q.Size]) {
+		t.Errorf("--raw gave %d bytes (exit %d)", len(raw), code)
+	}
+}
+
+// TestSherryPackVerifyInspect: `sherry pack` writes .h1b v3 that `sherry
+// verify` accepts and `inspect` names legacy-style.
+func TestSherryPackVerifyInspect(t *testing.T) {
+	in := bitnetCheckpoint(t)
+	out := filepath.Join(t.TempDir(), "m.h1b")
+	if code, _, stderr := runCLI(t, "sherry", "pack", in, "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "--json", "sherry", "verify", out)
+	if code != 0 || !strings.Contains(stdout, `"ok": true`) {
+		t.Fatalf("verify exit %d: %s %s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI(t, "--json", "inspect", out)
+	var r report
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+		t.Fatalf("inspect exit %d", code)
+	}
+	names := map[string]tensorEntry{}
+	for _, e := range r.Tensors {
+		names[e.Name] = e
+	}
+	for _, n := range []string{"embedding", "final_norm", "layers.1.ffn_sub_norm", "layers.0.q", "layers.0.q.scales", "layers.1.down", "lm_head"} {
+		if _, ok := names[n]; !ok {
+			t.Errorf("inspect lacks %s", n)
+		}
+	}
+	if names["layers.1.down"].DType != "sherry" || names["layers.1.down"].Size != 256*512*5/32 {
+		t.Errorf("down %+v", names["layers.1.down"])
+	}
+	code, raw, _ := runCLI(t, "inspect", out, "--tensor", "layers.0.q.scales", "--raw")
+	if code != 0 || len(raw) != 4*256 {
+		t.Errorf("scales raw: exit %d, %d bytes", code, len(raw))
+	}
+	// A HALO file is not Sherry.
+	halo := filepath.Join(t.TempDir(), "m.h1b")
+	runCLI(t, "quant", "pack", in, "-o", halo, "--format", "halo2")
+	if code, _, stderr := runCLI(t, "sherry", "verify", halo); code != 1 || !strings.Contains(stderr, "not 3 (Sherry)") {
+		t.Errorf("verify of halo2: exit %d %s", code, stderr)
+	}
+}
+
+func TestQuantPackErrorsExitCodes(t *testing.T) {
+	in := bitnetCheckpoint(t)
+	dir := t.TempDir()
+	if code, _, stderr := runCLI(t, "quant", "pack", in, "-o", filepath.Join(dir, "x"), "--format", "q4_k"); code != 2 || !strings.Contains(stderr, "want one of") {
+		t.Errorf("bad format: exit %d %s", code, stderr)
+	}
+	if code, _, _ := runCLI(t, "quant", "pack", in, "--format", "tq2_0"); code != 2 {
+		t.Errorf("missing -o: exit %d", code)
+	}
+	if code, _, stderr := runCLI(t, "quant", "pack", in, "-o", filepath.Join(dir, "x"), "--format", "halo2", "--ternarize", "none"); code != 1 || !strings.Contains(stderr, "own quantizer") {
+		t.Errorf("halo2 none: exit %d %s", code, stderr)
+	}
+	// ffn 96 is not a multiple of 256: one line naming the tensor.
+	odd := filepath.Join(t.TempDir(), "odd")
+	testmodel.Write(odd, testmodel.Spec{ModelType: "bitnet", Hidden: 256, FFN: 96, Heads: 4, Vocab: 64})
+	code, _, stderr := runCLI(t, "quant", "pack", odd, "-o", filepath.Join(dir, "odd.gguf"), "--format", "tq1_0")
+	if code != 1 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, `"model.layers.0.mlp.down_proj.weight" [256 96]`) {
+		t.Errorf("odd ffn: exit %d %q", code, stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("failed packs left %v", entries)
+	}
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/cpu"
+	"github.com/edgectl/edgectl/internal/cli"
+)
+
+func init() { register(newRunCmd) }
+
+type runOptions struct {
+	Model  string
+	Prompt string
+	HasArg bool
+
+	System        string
+	Raw           bool
+	MaxTokens     int
+	Temperature   float64
+	TempSet       bool
+	TopK          int
+	TopP          float64
+	MinP          float64
+	RepeatPenalty float64
+	Seed          int64
+	SeedSet       bool
+	Stop          []string
+	Context       int
+	Threads       int
+}
+
+func newRunCmd(io *cli.IO) *cobra.Command {
+	opts := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run MODEL [PROMPT]",
+		Short: "Run a model on the CPU: one prompt, or an interactive chat",
+		Long: `Run loads MODEL (a Hugging Face checkpoint directory, a .gguf or a .h1b file)
+into edgectl's built-in CPU engine and generates text, streaming it to stdout.
+With PROMPT it answers once; without, it reads one user turn per line from
+stdin and keeps the conversation. Models with a chat template are prompted
+through it (--raw sends the text as is). Timing goes to stderr at the end.`,
+		Example: `  edgectl run ./tinystories "Once upon a time" -n 100
+  edgectl run model.gguf --temperature 0.7 --seed 1
+  echo "What is 2+2?" | edgectl run ./qwen3 --json`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Model = args[0]
+			if len(args) == 2 {
+				opts.Prompt, opts.HasArg = args[1], true
+			}
+			opts.SeedSet = cmd.Flags().Changed("seed")
+			opts.TempSet = cmd.Flags().Changed("temperature")
+			return runRun(cmd.Context(), io, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.System, "system", "", "system message for chat models")
+	f.BoolVar(&opts.Raw, "raw", false, "send the prompt as plain text, without the chat template")
+	f.IntVarP(&opts.MaxTokens, "max-tokens", "n", 256, "stop after this many tokens (0: until EOS or the context is full)")
+	f.Float64Var(&opts.Temperature, "temperature", 0.8, "sampling temperature; 0 is greedy")
+	f.IntVar(&opts.TopK, "top-k", 40, "keep the k most likely tokens (0: off)")
+	f.Float64Var(&opts.TopP, "top-p", 0.95, "nucleus sampling threshold (1: off)")
+	f.Float64Var(&opts.MinP, "min-p", 0.05, "drop tokens below this fraction of the best one's probability (0: off)")
+	f.Float64Var(&opts.RepeatPenalty, "repeat-penalty", 1.0, "penalty for tokens of the last 64 (1: off)")
+	f.Int64Var(&opts.Seed, "seed", 0, "random seed (default: random)")
+	f.StringArrayVar(&opts.Stop, "stop", nil, "stop when this string is generated (repeatable)")
+	f.IntVar(&opts.Context, "ctx", 0, "context window in tokens (0: the model's own)")
+	f.IntVar(&opts.Threads, "threads", 0, "CPU threads (0: all cores)")
+	return cmd
+}
+
+// runStats is the --json document and the stderr summary.
+type runStats struct {
+	Model            string  `json:"model"`
+	Text             string  `json:"text"`
+	FinishReason     string  `json:"finish_reason"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	TTFTMillis       float64 `json:"ttft_ms"`
+	PrefillTPS       float64 `json:"prefill_tokens_per_second"`
+	DecodeTPS        float64 `json:"decode_tokens_per_second"`
+}
+
+func runRun(ctx context.Context, io *cli.IO, opts *runOptions) error {
+	if opts.Temperature < 0 {
+		return cli.Usagef("--temperature must be ≥ 0 (got %g)", opts.Temperature)
+	}
+	if opts.MaxTokens < 0 {
+		return cli.Usagef("--max-tokens must be ≥ 0 (got %d)", opts.MaxTokens)
+	}
+	loadStart := time.Now()
+	m, err := cpu.New().Load(ctx, opts.Model, engine.LoadOptions{ContextLength: opts.Context, Threads: opts.Threads})
+	if err != nil {
+		return cli.Exit(cli.ExitError, err)
+	}
+	defer m.Close()
+	info := m.Info()
+	io.Logf("loaded %s (%s %s, %s) in %s", info.Name, info.Architecture, info.Quantization, info.Format, time.Since(loadStart).Round(time.Millisecond))
+	sess, err := m.NewSession()
+	if err != nil {
+		return cli.Exit(cli.ExitError, err)
+	}
+	defer sess.Close()
+
+	smp := engine.Sampling{TopK: opts.TopK, TopP: opts.TopP, MinP: opts.MinP, RepeatPenalty: opts.RepeatPenalty}
+	if opts.TempSet {
+		smp.Temperature = &opts.Temperature
+	}
+	if opts.SeedSet {
+		smp.Seed = &opts.Seed
+	}
+	chat := info.ChatTemplate != "" && !opts.Raw
+	var history []engine.Message
+	if opts.System != "" {
+		history = append(history, engine.Message{Role: "system", Content: opts.System})
+	}
+	turn := func(text string) (runStats, error) {
+		req := engine.Request{MaxTokens: opts.MaxTokens, Stop: opts.Stop, Sampling: smp}
+		if chat {
+			history = append(history, engine.Message{Role: "user", Content: text})
+			req.Messages, req.AddGenerationPrompt = history, true
+		} else {
+			req.Prompt = text
+		}
+		var out strings.Builder
+		res, err := sess.Generate(ctx, req, func(t engine.Token) error {
+			out.WriteString(t.Text)
+			if !io.JSON {
+				fmt.Fprint(io.Out, t.Text)
+			}
+			return nil
+		})
+		if !io.JSON && out.Len() > 0 {
+			fmt.Fprintln(io.Out)
+		}
+		st := runStats{Model: info.Name, Text: out.String(), FinishReason: res.FinishReason, PromptTokens: res.PromptTokens,
+			CompletionTokens: res.CompletionTokens, TTFTMillis: float64(res.TTFT.Microseconds()) / 1000,
+			PrefillTPS: res.PrefillTPS(), DecodeTPS: res.DecodeTPS()}
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return st, cli.Exit(cli.ExitError, fmt.Errorf("interrupted after %d tokens", res.CompletionTokens))
+			}
+			return st, cli.Exit(cli.ExitError, err)
+		}
+		if chat {
+			history = append(history, engine.Message{Role: "assistant", Content: out.String()})
+		}
+		io.Logf("%d prompt tokens at %.1f tok/s, %d generated at %.1f tok/s, time to first token %.0f ms (%s)",
+			st.PromptTokens, st.PrefillTPS, st.CompletionTokens, st.DecodeTPS, st.TTFTMillis, st.FinishReason)
+		return st, nil
+	}
+
+	if opts.HasArg {
+		st, err := turn(opts.Prompt)
+		if err != nil {
+			return err
+		}
+		if io.JSON {
+			return io.WriteJSON(st)
+		}
+		return nil
+	}
+	// Interactive: one user turn per line of stdin.
+	sc := bufio.NewScanner(io.In)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	if io.Interactive {
+		fmt.Fprint(io.ErrOut, "> ")
+	}
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		if line == "/exit" || line == "/bye" {
+			break
+		}
+		st, err := turn(line)
+		if err != nil {
+			return err
+		}
+		if io.JSON {
+			io.Event(st)
+		}
+		if io.Interactive {
+			fmt.Fprint(io.ErrOut, "> ")
+		}
+	}
+	return sc.Err()
+}

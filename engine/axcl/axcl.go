@@ -1,0 +1,114 @@
+// Package axcl is the vendor-CLI lane: it runs compiled ax-llm model
+// directories on an Axera NPU by driving `axllm run DIR` (or an older
+// `main_axcl_*` binary) through a pseudo-terminal, the only interface those
+// runtimes have that streams tokens.
+//
+// One loaded Model is one runtime process holding the model in the NPU's CMM
+// pool. A Session resets the runtime's conversation and sends one prompt
+// line; the parser (parse.go) separates generated text from the runtime's
+// log lines in both of its log formats.
+package axcl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/edgectl/edgectl/engine"
+)
+
+// Options configure how the vendor runtime is started and stopped.
+type Options struct {
+	// Command runs a model; "{dir}" is replaced by the model directory.
+	// Default: axllm run {dir}. For a legacy main_axcl_* binary give its
+	// full flag list (see ../shared/docs/axera.md §6.1).
+	Command []string
+	// Env is added to the runtime's environment (e.g. AXLLM_DEVICES=0,1).
+	Env []string
+	// ResetCommand starts a fresh conversation ("/reset" for axllm; empty
+	// for legacy builds that do not know it, which then keep context).
+	ResetCommand string
+	// QuitCommand asks the runtime to exit ("/q" for axllm, "q" for legacy).
+	QuitCommand string
+	// StartTimeout bounds the wait for the first "prompt >> " (loading
+	// a multi-GiB model takes minutes). Default 5m.
+	StartTimeout time.Duration
+	// StopTimeout bounds each teardown step (quit, SIGTERM) and the wait for
+	// the prompt after an interrupt. Default 10s.
+	StopTimeout time.Duration
+	// SMI is the axcl-smi command used to check that CMM memory came back
+	// after teardown; nil means "axcl-smi" when it is on PATH, else no check.
+	SMI []string
+	// Device is the card axcl-smi queries (default 0).
+	Device int
+}
+
+func (o Options) withDefaults() Options {
+	if len(o.Command) == 0 {
+		o.Command = []string{"axllm", "run", "{dir}"}
+	}
+	if o.ResetCommand == "" && filepath.Base(o.Command[0]) == "axllm" {
+		o.ResetCommand = "/reset"
+	}
+	if o.QuitCommand == "" {
+		o.QuitCommand = "/q"
+		if strings.HasPrefix(filepath.Base(o.Command[0]), "main_") {
+			o.QuitCommand = "q"
+		}
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 5 * time.Minute
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = 10 * time.Second
+	}
+	if o.SMI == nil {
+		o.SMI = []string{"axcl-smi"}
+	}
+	return o
+}
+
+// Engine starts vendor runtime processes.
+type Engine struct{ opts Options }
+
+// New returns the axcl lane.
+func New(opts Options) *Engine { return &Engine{opts: opts.withDefaults()} }
+
+// Name is "axcl".
+func (e *Engine) Name() string { return "axcl" }
+
+// Load starts the runtime on dir and waits until it prompts for input.
+func (e *Engine) Load(ctx context.Context, path string, opts engine.LoadOptions) (engine.Model, error) {
+	if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a compiled ax-llm directory: %w", path, engine.ErrUnsupported)
+	}
+	cfg, err := readModelDir(path)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{dir: path, opts: e.opts}
+	m.info = engine.ModelInfo{
+		Name:      cfg.ModelName,
+		Format:    "axmodel",
+		SizeBytes: Footprint(path),
+		VocabSize: cfg.TokensEmbedNum,
+	}
+	m.cmmBefore, m.smiOK = m.cmmUsed()
+	if err := m.start(ctx); err != nil {
+		return nil, err
+	}
+	if m.smiOK {
+		if after, ok := m.cmmUsed(); ok && after > m.cmmBefore {
+			m.info.SizeBytes = (after - m.cmmBefore) << 20
+		}
+	}
+	return m, nil
+}
+
+// ErrExited reports that the runtime process is gone; the model must be
+// reloaded.
+var ErrExited = errors.New("vendor runtime exited")

@@ -1,0 +1,229 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/format/gguf"
+	"github.com/edgectl/edgectl/format/h1b"
+)
+
+// benchVersion keys the cached benchmark models; bump it when the
+// generator or a writer changes.
+const benchVersion = "v1"
+
+// bitnet2B is BitNet b1.58 2B-4T's shape.
+var bitnet2B = bitnetSpec{hidden: 2560, ffn: 6912, layers: 30, heads: 20, kv: 5, vocab: 128256, seed: 2}
+
+var benchFormats = []struct{ name, file string }{
+	{"TQ2_0", "bitnet2b-tq2_0.gguf"}, {"TQ1_0", "bitnet2b-tq1_0.gguf"},
+	{"halo2", "bitnet2b-halo2.h1b"}, {"sherry", "bitnet2b-sherry.h1b"}, {"tq1h", "bitnet2b-tq1h.h1b"},
+}
+
+var benchGenMu sync.Mutex
+
+// benchModel returns the path of the cached 2B model in format name,
+// generating it on first use (≈1–2 GB per format, tens of seconds).
+func benchModel(b *testing.B, name string) string {
+	benchGenMu.Lock()
+	defer benchGenMu.Unlock()
+	dir := filepath.Join(os.TempDir(), "edgectl-bench", benchVersion)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range benchFormats {
+		if f.name != name {
+			continue
+		}
+		p := filepath.Join(dir, f.file)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		start := time.Now()
+		var err error
+		switch name {
+		case "TQ2_0":
+			err = bitnet2B.writeGGUF(p, gguf.TypeTQ2_0)
+		case "TQ1_0":
+			err = bitnet2B.writeGGUF(p, gguf.TypeTQ1_0)
+		case "halo2":
+			err = bitnet2B.writeH1B(p, h1b.V2HALO2)
+		case "sherry":
+			err = bitnet2B.writeH1B(p, h1b.V3Sherry)
+		case "tq1h":
+			err = bitnet2B.writeH1B(p, h1b.V4TQ1)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("generated %s in %s", p, time.Since(start).Round(time.Second))
+		return p
+	}
+	b.Fatalf("unknown format %s", name)
+	return ""
+}
+
+// readBandwidth measures how fast `threads` cores read the model's own
+// weight bytes (already in the page cache): the roofline for decode, which
+// must stream every weight once per token.
+func readBandwidth(m *model, threads int) float64 {
+	var regions [][]byte
+	add := func(l linear) {
+		switch w := l.(type) {
+		case *ternLinear:
+			regions = append(regions, w.data)
+		case *floatRows:
+			regions = append(regions, w.raw)
+		case *scaledLinear:
+			if t, ok := w.linear.(*ternLinear); ok {
+				regions = append(regions, t.data)
+			}
+		}
+	}
+	for _, L := range m.w.layers {
+		for _, w := range []linear{L.q, L.k, L.v, L.o, L.gate, L.up, L.down} {
+			add(w)
+		}
+	}
+	add(m.w.head)
+	var total int64
+	for _, r := range regions {
+		total += int64(len(r))
+	}
+	best := 0.0
+	for range 3 {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for t := range threads {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i, r := range regions {
+					// Each thread reads its share of every region.
+					lo, hi := len(r)*t/threads, len(r)*(t+1)/threads
+					sink[t*16] += readSum(r[lo:hi]) + uint64(i)
+				}
+			}()
+		}
+		wg.Wait()
+		best = max(best, float64(total)/time.Since(start).Seconds())
+	}
+	return best
+}
+
+var sink [64 * 16]uint64
+
+func peakRSS() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+const benchThreads = 2
+
+func loadBench(b *testing.B, name string) *model {
+	head := ""
+	if n, ok := strings.CutSuffix(name, "+q8head"); ok {
+		name, head = n, "q8"
+	}
+	saved := headQuant
+	headQuant = head
+	defer func() { headQuant = saved }()
+	p := benchModel(b, name)
+	em, err := New().Load(context.Background(), p, engine.LoadOptions{Threads: benchThreads, ContextLength: 512})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { em.Close() })
+	return em.(*model)
+}
+
+func benchDecode(b *testing.B, name string) {
+	m := loadBench(b, name)
+	bw := readBandwidth(m, benchThreads)
+	st := newState(m)
+	ctx := context.Background()
+	if _, err := st.forward(ctx, []int{1, 2, 3, 4}); err != nil { // warm up
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if st.pos >= 256 {
+			st.truncate(4)
+		}
+		if _, err := st.forward(ctx, []int{(i * 7919) % m.arch.vocab}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	tps := float64(b.N) / b.Elapsed().Seconds()
+	bytes := float64(m.weightBytes())
+	roof := bw / bytes
+	b.ReportMetric(tps, "tok/s")
+	b.ReportMetric(roof, "roofline-tok/s")
+	b.ReportMetric(tps/roof, "roofline-ratio")
+	b.ReportMetric(bytes/1e6, "MB/token")
+	b.ReportMetric(bw/1e9, "read-GB/s")
+	b.ReportMetric(peakRSS(), "peak-RSS-MB")
+	b.ReportMetric(float64(m.w.head.size())/1e6, "head-MB")
+	b.Logf("%s: kernels %s, %d threads, GOMAXPROCS %d", name, kernelName, benchThreads, runtime.GOMAXPROCS(0))
+}
+
+func benchPrefill(b *testing.B, name string) {
+	m := loadBench(b, name)
+	bw := readBandwidth(m, benchThreads)
+	st := newState(m)
+	ctx := context.Background()
+	prompt := make([]int, 64)
+	for i := range prompt {
+		prompt[i] = (i*104729 + 11) % m.arch.vocab
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		st.truncate(0)
+		if _, err := st.forward(ctx, prompt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	tps := float64(b.N*len(prompt)) / b.Elapsed().Seconds()
+	b.ReportMetric(tps, "tok/s")
+	// One pass over the weights serves the whole 64-token batch.
+	b.ReportMetric(bw/float64(m.weightBytes())*float64(len(prompt)), "weight-roofline-tok/s")
+	b.ReportMetric(peakRSS(), "peak-RSS-MB")
+}
+
+func BenchmarkDecodeTQ2_0(b *testing.B)  { benchDecode(b, "TQ2_0") }
+func BenchmarkDecodeTQ1_0(b *testing.B)  { benchDecode(b, "TQ1_0") }
+func BenchmarkDecodeHALO2(b *testing.B)  { benchDecode(b, "halo2") }
+func BenchmarkDecodeSherry(b *testing.B) { benchDecode(b, "sherry") }
+func BenchmarkDecodeTQ1H(b *testing.B)   { benchDecode(b, "tq1h") }
+func BenchmarkPrefillTQ2_0(b *testing.B) { benchPrefill(b, "TQ2_0") }
+
+// The same TQ2_0 file with the F16 tied head held as int8 (EDGECTL_HEAD=q8).
+func BenchmarkDecodeTQ2_0Q8Head(b *testing.B)  { benchDecode(b, "TQ2_0+q8head") }
+func BenchmarkPrefillTQ2_0Q8Head(b *testing.B) { benchPrefill(b, "TQ2_0+q8head") }
+func BenchmarkPrefillTQ1_0(b *testing.B)       { benchPrefill(b, "TQ1_0") }
+func BenchmarkPrefillHALO2(b *testing.B)       { benchPrefill(b, "halo2") }
+func BenchmarkPrefillSherry(b *testing.B)      { benchPrefill(b, "sherry") }
+func BenchmarkPrefillTQ1H(b *testing.B)        { benchPrefill(b, "tq1h") }
+
+var _ = fmt.Sprint

@@ -1,0 +1,127 @@
+// Package cpu is edgectl's pure-Go inference engine: Llama, Qwen2, Qwen3 and
+// BitNet models from safetensors checkpoints, GGUF (F32/F16/TQ1_0/TQ2_0) and
+// .h1b files, with ternary weights multiplied in their packed form on int8
+// activations. It is the default engine of `serve` and `run`.
+package cpu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/chat"
+	"github.com/edgectl/edgectl/engine/tokenizer"
+)
+
+// New returns the CPU engine. It holds no state: each loaded Model owns its
+// weights, mappings and worker goroutines, so several can be loaded at once.
+func New() engine.Engine { return cpuEngine{} }
+
+type cpuEngine struct{}
+
+func (cpuEngine) Name() string { return "cpu" }
+
+// Load opens a checkpoint directory (config.json + *.safetensors), a .gguf
+// or a .h1b file.
+func (cpuEngine) Load(ctx context.Context, path string, opts engine.LoadOptions) (engine.Model, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	var m *model
+	switch {
+	case st.IsDir():
+		if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
+			return nil, fmt.Errorf("%s: %w: no config.json (the CPU engine runs Hugging Face checkpoint directories, .gguf and .h1b files)", path, engine.ErrUnsupported)
+		}
+		m, err = loadSafetensors(path)
+	case strings.HasSuffix(path, ".gguf"):
+		m, err = loadGGUF(path)
+	case strings.HasSuffix(path, ".h1b"):
+		m, err = loadH1B(path)
+	default:
+		return nil, fmt.Errorf("%s: %w: the CPU engine reads checkpoint directories, .gguf and .h1b files", path, engine.ErrUnsupported)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.ContextLength > 0 && opts.ContextLength < m.arch.ctx {
+		m.arch.ctx = opts.ContextLength
+	}
+	m.place()
+	m.pool = newPool(opts.Threads)
+	m.freqs = m.arch.ropeFreqs()
+	m.info.ContextLength = m.arch.ctx
+	m.info.VocabSize = m.arch.vocab
+	m.info.Architecture = m.arch.name
+	m.info.EOSTokenIDs = m.arch.eos
+	if m.info.Name == "" {
+		m.info.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	if m.tmpl != nil {
+		m.info.ChatTemplate = m.tmpl.Source()
+	}
+	m.info.SizeBytes = m.weightBytes()
+	return m, nil
+}
+
+// model is a loaded model; safe for concurrent Sessions (weights are
+// read-only, each Session owns its cache).
+type model struct {
+	arch    arch
+	w       weights
+	freqs   []float64
+	pool    *pool
+	tok     *tokenizer.Tokenizer
+	tmpl    *chat.Template
+	info    engine.ModelInfo
+	closers []ioCloser
+	mem     *arena
+}
+
+func (m *model) Info() engine.ModelInfo { return m.info }
+
+func (m *model) NewSession() (engine.Session, error) {
+	if m.tok == nil {
+		return nil, fmt.Errorf("model %s has no tokenizer (put tokenizer.json beside it, or a .htok sidecar for .h1b)", m.info.Name)
+	}
+	return &session{m: m, st: newState(m)}, nil
+}
+
+func (m *model) Close() error {
+	if m.pool != nil {
+		m.pool.close()
+		m.pool = nil
+	}
+	var first error
+	for _, c := range m.closers {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	m.closers = nil
+	return first
+}
+
+// weightBytes is what one token's forward pass reads from weight memory:
+// every layer matrix, the head, the norms.
+func (m *model) weightBytes() int64 {
+	var n int64
+	for _, L := range m.w.layers {
+		for _, w := range []linear{L.q, L.k, L.v, L.o, L.gate, L.up, L.down} {
+			n += w.size()
+		}
+	}
+	return n + m.w.head.size()
+}
+
+// quantization summarizes the layer matrices' packing for ModelInfo.
+func (m *model) quantization() string {
+	if len(m.w.layers) == 0 {
+		return ""
+	}
+	return m.w.layers[0].gate.format()
+}

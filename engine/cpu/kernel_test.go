@@ -1,0 +1,236 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/edgectl/edgectl/quant"
+	"github.com/edgectl/edgectl/sherry"
+)
+
+// TestTernaryKernelsExact checks every packed kernel against the
+// dequantized float reference on the same int8 activations: weights
+// decoded by the packers' own unpack functions, products summed in float64
+// per block (exact: integers times one fp16 scale), then combined in the
+// same order. The results must be bit-identical, not merely close.
+func TestTernaryKernelsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, k, n = 37, 768, 3
+	a := &acts{}
+	a.reset(n, k)
+	for i := range a.f {
+		a.f[i] = float32(rng.NormFloat64())
+	}
+	a.f[5] = 40 // one outlier, as real activations have
+	a.quantize()
+
+	// Random ternary rows with random per-256-block scales (TQ) or per-row
+	// scales (.h1b); Sherry rows keep one zero per group of 4.
+	w := make([][]float32, rows)
+	for r := range w {
+		w[r] = make([]float32, k)
+		for b := 0; b < k; b += 256 {
+			d := float32(rng.Float64() + 0.01)
+			for i := b; i < b+256; i += 4 {
+				zp := rng.IntN(4)
+				for p := range 4 {
+					v := float32(rng.IntN(3) - 1)
+					if p == zp {
+						v = 0
+					} else if v == 0 {
+						v = 1
+					}
+					w[r][i+p] = v * d
+				}
+			}
+		}
+	}
+	for _, kind := range []string{"TQ2_0", "TQ1_0", "halo2", "tq1h", "sherry"} {
+		t.Run(kind, func(t *testing.T) {
+			rb := rowBytesFor(kind, k)
+			data := make([]byte, rows*rb)
+			scales := make([]float32, rows)
+			deq := make([][]float32, rows) // the reference's view of the weights
+			q := make([]int8, k)
+			for r := range rows {
+				dst := data[r*rb : (r+1)*rb]
+				deq[r] = make([]float32, k)
+				switch kind {
+				case "TQ2_0":
+					must(t, quant.QuantizeRowTQ2_0(dst, w[r]))
+					quant.DequantizeRowTQ2_0(deq[r], dst)
+				case "TQ1_0":
+					must(t, quant.QuantizeRowTQ1_0(dst, w[r]))
+					quant.DequantizeRowTQ1_0(deq[r], dst)
+				default:
+					for i, v := range w[r] {
+						q[i] = int8(sign(v))
+					}
+					switch kind {
+					case "halo2":
+						quant.PackRowHALO2(dst, q)
+						quant.UnpackRowHALO2(q, dst)
+					case "tq1h":
+						quant.PackRowTQ1H(dst, q)
+						quant.UnpackRowTQ1H(q, dst)
+					case "sherry":
+						must(t, sherry.PackRow(dst, w[r]))
+						sherry.UnpackRow(q, dst)
+					}
+					for i, v := range q {
+						deq[r][i] = float32(v)
+					}
+					scales[r] = float32(rng.Float64())
+				}
+			}
+			var l *ternLinear
+			if kind == "TQ2_0" || kind == "TQ1_0" {
+				l = newTernary(kind, data, rows, k, nil)
+			} else {
+				l = newTernary(kind, data, rows, k, scales)
+			}
+			got := make([]float32, n*rows)
+			l.mul(got, rows, a, 0, rows)
+			for tk := range n {
+				x := a.q[tk*k : (tk+1)*k]
+				for r := range rows {
+					var want float32
+					if l.rowScale == nil {
+						for b := 0; b < k; b += 256 {
+							var s float64
+							for i := b; i < b+256; i++ {
+								s += float64(deq[r][i]) * float64(x[i])
+							}
+							want += float32(s)
+						}
+					} else {
+						var s float64
+						for i := range k {
+							s += float64(deq[r][i]) * float64(x[i])
+						}
+						want = float32(s) * scales[r]
+					}
+					want *= a.scale[tk]
+					if got[tk*rows+r] != want {
+						t.Fatalf("token %d row %d: kernel %v, reference %v", tk, r, got[tk*rows+r], want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func sign(v float32) int {
+	switch {
+	case v > 0:
+		return 1
+	case v < 0:
+		return -1
+	}
+	return 0
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var _ = fmt.Sprint
+
+// TestRepackedKernelsExact: every packing whose rows carry one scale is
+// repacked to I2 at load; the I2 kernel must give the exact product of the
+// dequantized weights and the int8 activations (a float64 sum of integer
+// multiples of one scale is exact), rounded once.
+func TestRepackedKernelsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const rows, k, n = 19, 512, 6 // 6 tokens: the 4-token prefill kernel and the remainder
+	a := &acts{}
+	a.reset(n, k)
+	for i := range a.f {
+		a.f[i] = float32(rng.NormFloat64())
+	}
+	a.quantize()
+	mem := &arena{}
+	defer mem.Close()
+	for _, kind := range []string{"TQ2_0", "TQ1_0", "halo2", "tq1h", "sherry"} {
+		rb := rowBytesFor(kind, k)
+		data := make([]byte, rows*rb)
+		scales := make([]float32, rows)
+		deq := make([][]float64, rows)
+		w, q := make([]float32, k), make([]int8, k)
+		for r := range rows {
+			d := float32(rng.Float64() + 0.01) // one scale per row
+			for i := 0; i < k; i += 4 {
+				zp := rng.IntN(4)
+				for p := range 4 {
+					v := float32(rng.IntN(3) - 1)
+					if p == zp {
+						v = 0
+					} else if v == 0 {
+						v = -1
+					}
+					w[i+p] = v * d
+					q[i+p] = int8(v)
+				}
+			}
+			dst := data[r*rb : (r+1)*rb]
+			deq[r] = make([]float64, k)
+			f := make([]float32, k)
+			switch kind {
+			case "TQ2_0":
+				must(t, quant.QuantizeRowTQ2_0(dst, w))
+				quant.DequantizeRowTQ2_0(f, dst)
+			case "TQ1_0":
+				must(t, quant.QuantizeRowTQ1_0(dst, w))
+				quant.DequantizeRowTQ1_0(f, dst)
+			case "halo2":
+				quant.PackRowHALO2(dst, q)
+			case "tq1h":
+				quant.PackRowTQ1H(dst, q)
+			case "sherry":
+				must(t, sherry.PackRow(dst, w))
+			}
+			if kind == "TQ2_0" || kind == "TQ1_0" {
+				for i, v := range f {
+					deq[r][i] = float64(v)
+				}
+			} else {
+				scales[r] = d
+				for i, v := range q {
+					deq[r][i] = float64(v)
+				}
+			}
+		}
+		var native *ternLinear
+		if kind == "TQ2_0" || kind == "TQ1_0" {
+			native = newTernary(kind, data, rows, k, nil)
+		} else {
+			native = newTernary(kind, data, rows, k, scales)
+		}
+		l := repack(native, mem)
+		if l.kind != "I2" || l.format() != kind {
+			t.Fatalf("%s: repacked to %s (%s)", kind, l.kind, l.format())
+		}
+		got := make([]float32, n*rows)
+		l.mul(got, rows, a, 0, rows)
+		for tk := range n {
+			for r := range rows {
+				var s float64
+				for i := range k {
+					s += deq[r][i] * float64(a.q[tk*k+i])
+				}
+				want := float32(s)
+				if l.rowScale != nil && (kind != "TQ2_0" && kind != "TQ1_0") {
+					want *= scales[r]
+				}
+				want *= a.scale[tk]
+				if got[tk*rows+r] != want {
+					t.Fatalf("%s token %d row %d: %v, want %v", kind, tk, r, got[tk*rows+r], want)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,118 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/edgectl/edgectl/format/half"
+)
+
+//go:noescape
+func tq2BlockSumsAVX2(row *byte, q *int8, nb int, out *int32)
+
+//go:noescape
+func dotF32AVX2(a, b *float32, n int) float32
+
+//go:noescape
+func i2DotAVX2(row *byte, q *int8, nb int) int32
+
+//go:noescape
+func i2Dot4AVX2(row *byte, q *int8, k int, nb int, out *int32)
+
+//go:noescape
+func q8DotAVX2(w *int8, x *int8, n int) int32
+
+//go:noescape
+func readSumAVX2(p *byte, n int) uint64
+
+//go:noescape
+func dotF16AVX2(w *byte, x *float32, n int) float32
+
+// hasAVX2 selects the SIMD kernels at run time; set EDGECTL_PUREGO=1 (or
+// build with -tags purego) for the portable ones.
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C && !pureGoEnv()
+
+func init() {
+	if !hasAVX2 {
+		return
+	}
+	kernelName = "avx2"
+	tq2Dot = tq2DotAVX2
+	i2Dot = func(row []byte, q []int8, total int32) int32 {
+		nb := len(q) / 256
+		_ = row[nb*64-1]
+		return i2DotAVX2(unsafe.SliceData(row), unsafe.SliceData(q), nb) - total
+	}
+	i2Dot4 = func(row []byte, q []int8, k int, totals []int32, out *[4]int32) {
+		nb := k / 256
+		_ = row[nb*64-1]
+		_ = q[3*k+nb*256-1]
+		i2Dot4AVX2(unsafe.SliceData(row), unsafe.SliceData(q), k, nb, &out[0])
+		for t := range 4 {
+			out[t] -= totals[t]
+		}
+	}
+	q8Dot = func(w, x []int8) int32 {
+		n := len(w) &^ 31
+		var s int32
+		if n > 0 {
+			s = q8DotAVX2(unsafe.SliceData(w), unsafe.SliceData(x[:len(w)]), n)
+		}
+		return s + q8DotGo(w[n:], x[n:len(w)])
+	}
+	readSum = func(b []byte) uint64 {
+		n := len(b) &^ 127
+		var s uint64
+		if n > 0 {
+			s = readSumAVX2(unsafe.SliceData(b), n)
+		}
+		return s + readSumGo(b[n:])
+	}
+	dotF32 = func(a, b []float32) float32 {
+		n := len(a) &^ 31
+		var s float32
+		if n > 0 {
+			s = dotF32AVX2(unsafe.SliceData(a), unsafe.SliceData(b[:len(a)]), n)
+		}
+		for i := n; i < len(a); i++ {
+			s += a[i] * b[i]
+		}
+		return s
+	}
+	dotF16 = func(w []byte, x []float32) float32 {
+		k := len(w) / 2
+		n := k &^ 31
+		var s float32
+		if n > 0 {
+			s = dotF16AVX2(unsafe.SliceData(w), unsafe.SliceData(x[:k]), n)
+		}
+		for i := n; i < k; i++ {
+			s += half.F16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * x[i]
+		}
+		return s
+	}
+}
+
+// tq2DotAVX2 gets exact per-block integer sums from SIMD code, then
+// combines them in the same order as the portable kernel.
+func tq2DotAVX2(row []byte, q []int8, bsum []int32) float32 {
+	nb := len(bsum)
+	var buf [64]int32
+	sums := buf[:]
+	if nb > len(buf) {
+		sums = make([]int32, nb)
+	}
+	_ = row[nb*tq2Block-1]
+	_ = q[nb*256-1]
+	tq2BlockSumsAVX2(unsafe.SliceData(row), unsafe.SliceData(q), nb, unsafe.SliceData(sums))
+	var acc float32
+	for b := range nb {
+		d := f16Table[binary.LittleEndian.Uint16(row[b*tq2Block+64:])]
+		acc += d * float32(sums[b]-bsum[b])
+	}
+	return acc
+}

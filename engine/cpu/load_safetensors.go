@@ -1,0 +1,367 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/chat"
+	"github.com/edgectl/edgectl/engine/tokenizer"
+	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/format/safetensors"
+)
+
+// archFromConfig maps a Hugging Face config onto the engine's architecture.
+func archFromConfig(c *hfconfig.Config) (arch, error) {
+	t := c.Text()
+	a := arch{
+		hidden: t.HiddenSize, ffn: t.IntermediateSize, layers: t.NumHiddenLayers,
+		heads: t.NumAttentionHeads, kvHeads: t.KVHeads(), headDim: t.HeadDimension(),
+		vocab: t.VocabSize, ctx: t.MaxPositionEmbeddings, eps: float32(t.RMSNormEps),
+		ropeTheta: t.RopeTheta, bos: -1,
+	}
+	mt := strings.ToLower(t.ModelType)
+	switch mt {
+	case "llama", "mistral":
+		a.name = "llama"
+	case "qwen2":
+		a.name, a.bias = "qwen2", true
+	case "qwen3":
+		a.name, a.qkNorm = "qwen3", true
+	case "bitnet":
+		a.name, a.subNorm, a.relu2 = "bitnet", true, true
+	default:
+		return a, fmt.Errorf("%s: model_type %q: %w (the CPU engine runs llama, qwen2, qwen3 and bitnet)", c.Path, t.ModelType, engine.ErrUnsupported)
+	}
+	if t.AttentionBias != nil {
+		a.bias = *t.AttentionBias
+	}
+	if t.HiddenAct == "relu2" {
+		a.relu2 = true
+	}
+	if a.eps == 0 {
+		a.eps = 1e-6
+	}
+	if a.ropeTheta == 0 {
+		a.ropeTheta = 10000
+	}
+	if a.ctx == 0 {
+		a.ctx = 2048
+	}
+	if rs := t.RopeScaling; rs != nil {
+		typ, _ := rs["rope_type"].(string)
+		if typ == "" {
+			typ, _ = rs["type"].(string)
+		}
+		f, _ := rs["factor"].(float64)
+		switch typ {
+		case "llama3":
+			lo, _ := rs["low_freq_factor"].(float64)
+			hi, _ := rs["high_freq_factor"].(float64)
+			orig, _ := rs["original_max_position_embeddings"].(float64)
+			a.ropeFactors = llama3Factors((&arch{headDim: a.headDim, ropeTheta: a.ropeTheta}).ropeFreqs(), f, lo, hi, orig)
+		case "linear":
+			a.ropeLinear = f
+		case "default", "":
+		default:
+			return a, fmt.Errorf("%s: rope_scaling type %q is not supported by the CPU engine (supported: llama3, linear)", c.Path, typ)
+		}
+	}
+	if a.hidden <= 0 || a.layers <= 0 || a.heads <= 0 || a.vocab <= 0 || a.ffn <= 0 || a.headDim <= 0 || a.heads%a.kvHeads != 0 {
+		return a, fmt.Errorf("%s: incomplete or inconsistent dimensions (hidden %d, layers %d, heads %d/%d, ffn %d, vocab %d)",
+			c.Path, a.hidden, a.layers, a.heads, a.kvHeads, a.ffn, a.vocab)
+	}
+	a.eos = append(a.eos, t.EosTokenID...)
+	if len(t.BosTokenID) > 0 {
+		a.bos = t.BosTokenID[0]
+	}
+	return a, nil
+}
+
+func loadSafetensors(dir string) (*model, error) {
+	cfg, err := hfconfig.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	a, err := archFromConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if g, err := hfconfig.Load(filepath.Join(dir, "generation_config.json")); err == nil {
+		a.eos = append(a.eos, g.EosTokenID...)
+	}
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	m := &model{arch: a, closers: []ioCloser{ck}}
+	m.info.Format = "safetensors"
+	m.info.Name = filepath.Base(dir)
+	if err := m.loadSTWeights(ck, cfg); err != nil {
+		ck.Close()
+		return nil, err
+	}
+	if err := m.loadTokenizer(dir); err != nil {
+		ck.Close()
+		return nil, err
+	}
+	m.info.Quantization = m.quantization()
+	m.info.Parameters = m.params()
+	return m, nil
+}
+
+type ioCloser = interface{ Close() error }
+
+// loadTokenizer reads tokenizer.json and the chat template beside a model.
+func (m *model) loadTokenizer(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
+		return nil // a model without a tokenizer can still be inspected
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return err
+	}
+	m.tok = tok
+	m.arch.eos = dedupe(append(m.arch.eos, tok.EOS()...))
+	if m.arch.bos < 0 {
+		m.arch.bos = tok.BOS()
+	}
+	if src := tok.ChatTemplate(); src != "" {
+		t, err := chat.Parse(src)
+		if err != nil {
+			return fmt.Errorf("%s: chat template: %w", dir, err)
+		}
+		m.tmpl = t
+	}
+	return nil
+}
+
+func dedupe(ids []int) []int {
+	seen := map[int]bool{}
+	out := ids[:0]
+	for _, id := range ids {
+		if id >= 0 && !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// stLoader resolves tensors of a checkpoint with errors that name them.
+type stLoader struct {
+	ck  *safetensors.Checkpoint
+	dir string
+}
+
+func (l stLoader) tensor(name string, shape ...int) ([]byte, safetensors.Tensor, error) {
+	f, t, ok := l.ck.Lookup(name)
+	if !ok {
+		return nil, t, fmt.Errorf("%s: tensor %q is missing (is this a complete checkpoint of the architecture config.json names?)", l.dir, name)
+	}
+	if len(t.Shape) != len(shape) {
+		return nil, t, fmt.Errorf("%s: tensor %q has shape %v, expected %v from config.json", f.Path, name, t.Shape, shape)
+	}
+	for i, d := range shape {
+		if t.Shape[i] != int64(d) {
+			return nil, t, fmt.Errorf("%s: tensor %q has shape %v, expected %v from config.json", f.Path, name, t.Shape, shape)
+		}
+	}
+	b, err := f.Bytes(t)
+	return b, t, err
+}
+
+func (l stLoader) vec(name string, n int) ([]float32, error) {
+	b, t, err := l.tensor(name, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	if err := safetensors.DecodeFloat32(out, t.DType, b); err != nil {
+		return nil, fmt.Errorf("%s: tensor %q: %w", l.dir, name, err)
+	}
+	return out, nil
+}
+
+func (l stLoader) matrix(name string, rows, cols int) (*floatRows, error) {
+	b, t, err := l.tensor(name, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newFloatRows(b, string(t.DType), rows, cols)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tensor %q: %w", l.dir, name, err)
+	}
+	return m, nil
+}
+
+func (m *model) loadSTWeights(ck *safetensors.Checkpoint, cfg *hfconfig.Config) error {
+	a := &m.arch
+	l := stLoader{ck: ck, dir: ck.Dir}
+	prefix := "model."
+	if _, _, ok := ck.Lookup("model.embed_tokens.weight"); !ok {
+		if _, _, ok := ck.Lookup("model.language_model.embed_tokens.weight"); ok {
+			prefix = "model.language_model."
+		}
+	}
+	var err error
+	embedName := prefix + "embed_tokens.weight"
+	if _, _, ok := ck.Lookup(embedName); !ok && cfg.Text().Tied() {
+		// Tied checkpoints saved by safetensors' shared-tensor dedup keep
+		// only one of the two names.
+		if _, _, ok := ck.Lookup("lm_head.weight"); ok {
+			embedName = "lm_head.weight"
+		}
+	}
+	if m.w.embed, err = l.matrix(embedName, a.vocab, a.hidden); err != nil {
+		return err
+	}
+	if m.w.norm, err = l.vec(prefix+"norm.weight", a.hidden); err != nil {
+		return err
+	}
+	if _, _, ok := ck.Lookup("lm_head.weight"); ok && !cfg.Text().Tied() {
+		if m.w.head, err = l.matrix("lm_head.weight", a.vocab, a.hidden); err != nil {
+			return err
+		}
+	} else if cfg.Text().Tied() {
+		m.w.head = m.w.embed
+	} else {
+		return fmt.Errorf("%s: lm_head.weight is missing and tie_word_embeddings is false", ck.Dir)
+	}
+	hd, qd, kvd := a.headDim, a.heads*a.headDim, a.kvHeads*a.headDim
+	m.w.layers = make([]layer, a.layers)
+	for i := range a.layers {
+		p := fmt.Sprintf("%slayers.%d.", prefix, i)
+		L := &m.w.layers[i]
+		if L.attnNorm, err = l.vec(p+"input_layernorm.weight", a.hidden); err != nil {
+			return err
+		}
+		if L.ffnNorm, err = l.vec(p+"post_attention_layernorm.weight", a.hidden); err != nil {
+			return err
+		}
+		mats := []struct {
+			dst        *linear
+			name       string
+			rows, cols int
+		}{
+			{&L.q, "self_attn.q_proj", qd, a.hidden}, {&L.k, "self_attn.k_proj", kvd, a.hidden},
+			{&L.v, "self_attn.v_proj", kvd, a.hidden}, {&L.o, "self_attn.o_proj", a.hidden, qd},
+			{&L.gate, "mlp.gate_proj", a.ffn, a.hidden}, {&L.up, "mlp.up_proj", a.ffn, a.hidden},
+			{&L.down, "mlp.down_proj", a.hidden, a.ffn},
+		}
+		for _, mt := range mats {
+			fr, err := l.matrix(p+mt.name+".weight", mt.rows, mt.cols)
+			if err != nil {
+				return err
+			}
+			if a.name == "bitnet" {
+				*mt.dst = ternarize(fr)
+			} else {
+				*mt.dst = fr
+			}
+		}
+		if a.bias {
+			if L.qBias, err = l.vec(p+"self_attn.q_proj.bias", qd); err != nil {
+				return err
+			}
+			if L.kBias, err = l.vec(p+"self_attn.k_proj.bias", kvd); err != nil {
+				return err
+			}
+			if L.vBias, err = l.vec(p+"self_attn.v_proj.bias", kvd); err != nil {
+				return err
+			}
+		}
+		if a.qkNorm {
+			if L.qNorm, err = l.vec(p+"self_attn.q_norm.weight", hd); err != nil {
+				return err
+			}
+			if L.kNorm, err = l.vec(p+"self_attn.k_norm.weight", hd); err != nil {
+				return err
+			}
+		}
+		if a.subNorm {
+			if L.attnSubNorm, err = l.vec(p+"self_attn.attn_sub_norm.weight", qd); err != nil {
+				return err
+			}
+			if L.ffnSubNorm, err = l.vec(p+"mlp.ffn_sub_norm.weight", a.ffn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ternarize packs a float BitNet matrix as HALO_V2 rows with per-row
+// scales, so the float checkpoint runs the same int8 kernels as the packed
+// files. As `quant pack --ternarize auto` does, a row that is already
+// ternary ({−α, 0, +α}) keeps its α exactly; other rows get BitNet's
+// absmean rule with the tensor's s = max(mean|W|, 1e-5).
+func ternarize(fr *floatRows) linear {
+	rows, k := fr.r, fr.c
+	row := make([]float32, k)
+	alpha := make([]float32, rows)
+	tern := make([]bool, rows)
+	var sum float64
+	for r := range rows {
+		fr.row(r, row)
+		a, ok := float32(0), true
+		for _, v := range row {
+			av := abs32(v)
+			sum += float64(av)
+			if av != 0 {
+				if a == 0 {
+					a = av
+				} else if av != a {
+					ok = false
+				}
+			}
+		}
+		alpha[r], tern[r] = a, ok
+	}
+	s := float32(max(sum/float64(rows*k), 1e-5))
+	rb := (k + 3) / 4
+	data := make([]byte, rows*rb)
+	scales := make([]float32, rows)
+	for r := range rows {
+		fr.row(r, row)
+		sc := s
+		if tern[r] {
+			sc = alpha[r]
+		}
+		scales[r] = sc
+		for i, v := range row {
+			w := 0
+			if sc > 0 {
+				w = int(max(-1, min(1, math.Round(float64(v/sc)))))
+			}
+			data[r*rb+i/4] |= byte(w+1) << (2 * (i % 4))
+		}
+		for i := k; i < rb*4; i++ {
+			data[r*rb+i/4] |= 1 << (2 * (i % 4))
+		}
+	}
+	l := newTernary("halo2", data, rows, k, scales)
+	l.owned = true
+	return l
+}
+
+// params counts parameters from the shapes.
+func (m *model) params() int64 {
+	a := m.arch
+	n := int64(a.vocab) * int64(a.hidden)
+	if m.w.head != linear(m.w.embed) {
+		n *= 2
+	}
+	for _, L := range m.w.layers {
+		for _, w := range []linear{L.q, L.k, L.v, L.o, L.gate, L.up, L.down} {
+			n += int64(w.rows()) * int64(w.cols())
+		}
+	}
+	return n
+}
+
+var errNoReader = errors.New("reader not available yet")

@@ -1,0 +1,123 @@
+package cpu
+
+import (
+	"os"
+	"sync"
+)
+
+// Weight placement. Packed weights and float matrices are copied out of the
+// file mapping into anonymous memory at load, unless EDGECTL_MMAP=1. The
+// reason is measured, not assumed: on the VM class edgectl benchmarks on,
+// streaming reads of page-cache (mmapped file) pages ran at 1–3 GB/s while
+// anonymous memory ran at 20–33 GB/s, and decode speed is bounded by that
+// read rate. The copy costs the same resident memory the mapping would
+// (its own pages are released as soon as they are copied), so memory stays
+// proportional to the model, not to the file handling.
+var useMmap = os.Getenv("EDGECTL_MMAP") == "1"
+
+// arena owns the anonymous copies of a model's weights.
+type arena struct {
+	mu   sync.Mutex
+	bufs [][]byte
+}
+
+// own returns b itself (mmap mode) or a copy in anonymous memory, releasing
+// the mapping's pages of b.
+func (a *arena) own(b []byte) []byte {
+	if useMmap || len(b) == 0 {
+		return b
+	}
+	c, mapped := allocAnon(len(b))
+	copy(c, b)
+	releaseMapped(b)
+	if mapped {
+		a.mu.Lock()
+		a.bufs = append(a.bufs, c)
+		a.mu.Unlock()
+	}
+	return c
+}
+
+func (a *arena) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, b := range a.bufs {
+		freeAnon(b)
+	}
+	a.bufs = nil
+	return nil
+}
+
+// headQuant picks the LM head's in-memory form: "" keeps the file's
+// dtype, "q8" makes an int8 per-row copy (EDGECTL_HEAD=q8): for BitNet-2B
+// the F16 tied head is 55% of the bytes a decode step reads.
+var headQuant = os.Getenv("EDGECTL_HEAD")
+
+// place moves every weight matrix of m into anonymous memory (see useMmap)
+// and repacks ternary ones for the SIMD kernels (see repack).
+func (m *model) place() {
+	m.mem = &arena{}
+	m.closers = append(m.closers, m.mem)
+	done := map[linear]linear{}
+	var put func(l linear) linear
+	put = func(l linear) linear {
+		if l == nil {
+			return nil
+		}
+		if r, ok := done[l]; ok {
+			return r
+		}
+		out := l
+		switch w := l.(type) {
+		case *floatRows:
+			w.raw = m.mem.own(w.raw)
+			if w.dt == "F32" {
+				w.f32 = viewF32(w.raw, w.r*w.c)
+			}
+		case *ternLinear:
+			r := w
+			if !nativePacking {
+				r = repack(w, m.mem)
+			}
+			if r != w {
+				if !w.owned {
+					releaseMapped(w.data)
+				}
+				out = r
+			} else if !w.owned {
+				w.data = m.mem.own(w.data)
+			}
+		case *scaledLinear:
+			w.linear = put(w.linear)
+		}
+		done[l] = out
+		return out
+	}
+	if f, ok := m.w.head.(*floatRows); ok && headQuant == "q8" {
+		q := quantizeHead(f, m.mem)
+		m.w.head = q
+		if m.w.embed == f {
+			// Lookups read one row per token: the file mapping will do.
+			done[f] = f
+		}
+	}
+	m.w.embed = put(m.w.embed).(*floatRows)
+	m.w.head = put(m.w.head)
+	for i := range m.w.layers {
+		L := &m.w.layers[i]
+		for _, w := range []*linear{&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down} {
+			*w = put(*w)
+		}
+	}
+}
+
+// alloc returns n bytes of anonymous memory the arena frees on Close.
+func (a *arena) alloc(n int) []byte {
+	b, mapped := allocAnon(n)
+	if mapped {
+		a.mu.Lock()
+		a.bufs = append(a.bufs, b)
+		a.mu.Unlock()
+	}
+	return b
+}

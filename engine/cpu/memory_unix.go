@@ -1,0 +1,40 @@
+//go:build unix
+
+package cpu
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+const hugePage = 2 << 20
+
+// allocAnon maps n bytes of anonymous memory, asking for transparent huge
+// pages (fewer TLB misses when a decode step streams a gigabyte).
+func allocAnon(n int) (b []byte, mapped bool) {
+	size := (n + hugePage - 1) / hugePage * hugePage
+	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return make([]byte, n), false
+	}
+	syscall.Madvise(b, 14) // MADV_HUGEPAGE
+	return b[:n:size], true
+}
+
+func freeAnon(b []byte) { syscall.Munmap(b[:cap(b)]) }
+
+// releaseMapped drops this process's page-table entries for the whole
+// pages inside b (a read-only file mapping we will not read again); the
+// data stays in the page cache.
+func releaseMapped(b []byte) {
+	const pg = 4096
+	p := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) % pg)
+	off := (pg - p) % pg
+	if len(b) <= off {
+		return
+	}
+	n := (len(b) - off) / pg * pg
+	if n > 0 {
+		syscall.Madvise(b[off:off+n], syscall.MADV_DONTNEED)
+	}
+}

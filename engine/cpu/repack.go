@@ -1,0 +1,246 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+
+	"github.com/edgectl/edgectl/format/half"
+)
+
+// The "I2" layout: TQ2_0's bit order (byte 32j+m of a 256-weight block
+// holds weight 128j+32n+m at bits 2n, code = w+1) without the per-block
+// scale — 64 bytes per 256 weights — and one f32 scale per row. It is the
+// layout of the fastest SIMD kernel (one int32 accumulator per row), so at
+// load every ternary matrix whose rows each carry a single scale is
+// repacked into it: HALO_V2, base-3 and Sherry rows (per-row scales) and
+// TQ1_0/TQ2_0 rows whose blocks all share one d (as BitNet's per-tensor α
+// gives). Weights stay packed at 2 bits; none is expanded to a float.
+// EDGECTL_NATIVE_PACKING=1 keeps every matrix in its file layout.
+var nativePacking = os.Getenv("EDGECTL_NATIVE_PACKING") == "1"
+
+const i2Block = 64
+
+// i2Dot returns Σ (c−1)·q over a row (total = Σq).
+var i2Dot = i2DotGo
+
+// i2Dot4 is i2Dot for four activation rows k apart in q (nil: no SIMD
+// version; callers loop over i2Dot).
+var i2Dot4 func(row []byte, q []int8, k int, totals []int32, out *[4]int32)
+
+func i2DotGo(row []byte, q []int8, total int32) int32 {
+	var s int32
+	for b := 0; b < len(q)/256; b++ {
+		blk := row[b*i2Block : (b+1)*i2Block]
+		x := q[b*256 : (b+1)*256]
+		for j := range 2 {
+			qs := blk[32*j : 32*j+32]
+			xs := x[128*j : 128*j+128]
+			for m, c := range qs {
+				s += int32(c&3)*int32(xs[m]) + int32(c>>2&3)*int32(xs[32+m]) +
+					int32(c>>4&3)*int32(xs[64+m]) + int32(c>>6)*int32(xs[96+m])
+			}
+		}
+	}
+	return s - total
+}
+
+// decodeRow writes the ternary weights of one packed row into dst (len K).
+func decodeRow(kind string, row []byte, dst []int8) {
+	k := len(dst)
+	switch kind {
+	case "TQ2_0", "I2":
+		bs := tq2Block
+		if kind == "I2" {
+			bs = i2Block
+		}
+		for b := 0; b < k/256; b++ {
+			for j := range 2 {
+				for m := range 32 {
+					c := row[b*bs+32*j+m]
+					for n := range 4 {
+						dst[256*b+128*j+32*n+m] = int8(c>>(2*n)&3) - 1
+					}
+				}
+			}
+		}
+	case "TQ1_0":
+		for b := 0; b < k/256; b++ {
+			blk, y := row[b*tq1Block:], dst[256*b:]
+			for m := range 32 {
+				for n := range 5 {
+					y[32*n+m] = tq1Trits[blk[m]][n] - 1
+				}
+			}
+			for m := range 16 {
+				for n := range 5 {
+					y[160+16*n+m] = tq1Trits[blk[32+m]][n] - 1
+				}
+			}
+			for j := range 4 {
+				for n := range 4 {
+					y[240+4*n+j] = tq1Trits[blk[48+j]][n] - 1
+				}
+			}
+		}
+	case "halo2":
+		for i := range k {
+			dst[i] = halo2Weights[row[i/4]][i%4]
+		}
+	case "tq1h":
+		for i := range k {
+			dst[i] = base3Weights[row[i/5]][i%5]
+		}
+	case "sherry":
+		for g := 0; g < k/4; g++ {
+			bit := 5 * g
+			v := uint16(row[bit>>3])
+			if bit>>3+1 < len(row) {
+				v |= uint16(row[bit>>3+1]) << 8
+			}
+			copy(dst[4*g:], sherryWeights[v>>(bit&7)&31][:])
+		}
+	}
+}
+
+// encodeI2 packs ternary weights (K a multiple of 256) into dst.
+func encodeI2(dst []byte, w []int8) {
+	clear(dst)
+	for b := 0; b < len(w)/256; b++ {
+		for j := range 2 {
+			for n := range 4 {
+				for m := range 32 {
+					dst[b*i2Block+32*j+m] |= byte(w[256*b+128*j+32*n+m]+1) << (2 * n)
+				}
+			}
+		}
+	}
+}
+
+// blockScales returns the fp16 d of each block of a TQ row.
+func blockScales(kind string, row []byte, nb int) []float32 {
+	bs, off := tq2Block, 64
+	if kind == "TQ1_0" {
+		bs, off = tq1Block, 52
+	}
+	d := make([]float32, nb)
+	for b := range nb {
+		d[b] = half.F16ToF32(binary.LittleEndian.Uint16(row[b*bs+off:]))
+	}
+	return d
+}
+
+// repack returns l in the I2 layout when every row has one scale (else
+// TQ1_0 becomes TQ2_0, exactly, for its SIMD kernel), or l itself.
+func repack(l *ternLinear, mem *arena) *ternLinear {
+	if l.c%256 != 0 {
+		return l
+	}
+	nb := l.c / 256
+	scales := l.rowScale
+	if l.rowScale == nil { // block-scaled: are the rows uniform?
+		scales = make([]float32, l.r)
+		for r := range l.r {
+			d := blockScales(l.kind, l.data[r*l.rowBytes:(r+1)*l.rowBytes], nb)
+			for _, v := range d {
+				if v != d[0] {
+					scales = nil
+					break
+				}
+			}
+			if scales == nil {
+				break
+			}
+			scales[r] = d[0]
+		}
+	}
+	w := make([]int8, l.c)
+	if scales == nil {
+		if l.kind != "TQ1_0" {
+			return l
+		}
+		// Per-block scales vary: same weights and d in TQ2_0's layout.
+		data := mem.alloc(l.r * nb * tq2Block)
+		for r := range l.r {
+			row := l.data[r*l.rowBytes : (r+1)*l.rowBytes]
+			decodeRow("TQ1_0", row, w)
+			d := blockScales("TQ1_0", row, nb)
+			out := data[r*nb*tq2Block:]
+			for b := range nb {
+				encodeI2(out[b*tq2Block:b*tq2Block+i2Block], w[256*b:256*(b+1)])
+				binary.LittleEndian.PutUint16(out[b*tq2Block+64:], half.F32ToF16(d[b]))
+			}
+		}
+		t := newTernary("TQ2_0", data, l.r, l.c, nil)
+		t.owned, t.from = true, l.kind
+		return t
+	}
+	data := mem.alloc(l.r * nb * i2Block)
+	for r := range l.r {
+		decodeRow(l.kind, l.data[r*l.rowBytes:(r+1)*l.rowBytes], w)
+		encodeI2(data[r*nb*i2Block:(r+1)*nb*i2Block], w)
+	}
+	t := newTernary("I2", data, l.r, l.c, scales)
+	t.owned, t.from = true, l.kind
+	return t
+}
+
+// q8Linear is a float matrix (the LM head) quantized per row to int8:
+// w ≈ q·scale[r]. Half the bytes of F16, a quarter of F32, and an exact
+// integer dot with the int8 activations.
+type q8Linear struct {
+	w     []int8
+	scale []float32
+	r, c  int
+}
+
+func (l *q8Linear) rows() int      { return l.r }
+func (l *q8Linear) cols() int      { return l.c }
+func (l *q8Linear) int8() bool     { return true }
+func (l *q8Linear) size() int64    { return int64(len(l.w)) + 4*int64(len(l.scale)) }
+func (l *q8Linear) format() string { return "Q8" }
+
+func (l *q8Linear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
+	k := l.c
+	for r := r0; r < r1; r++ {
+		w := l.w[r*k : (r+1)*k]
+		for t := range a.n {
+			out[t*ldo+r] = float32(q8Dot(w, a.q[t*k:(t+1)*k])) * l.scale[r] * a.scale[t]
+		}
+	}
+}
+
+var q8Dot = q8DotGo
+
+func q8DotGo(w, x []int8) int32 {
+	var s int32
+	for i, v := range w {
+		s += int32(v) * int32(x[i])
+	}
+	return s
+}
+
+// quantizeHead builds the int8 copy of a float head.
+func quantizeHead(f *floatRows, mem *arena) *q8Linear {
+	buf := mem.alloc(f.r * f.c)
+	l := &q8Linear{r: f.r, c: f.c, scale: make([]float32, f.r)}
+	l.w = unsafeInt8(buf)
+	row := make([]float32, f.c)
+	for r := range f.r {
+		f.row(r, row)
+		m := float32(0)
+		for _, v := range row {
+			m = max(m, abs32(v))
+		}
+		if m == 0 {
+			continue
+		}
+		l.scale[r] = m / 127
+		inv := 127 / m
+		q := l.w[r*f.c : (r+1)*f.c]
+		for i, v := range row {
+			q[i] = int8(math.Round(float64(v * inv)))
+		}
+	}
+	return l
+}

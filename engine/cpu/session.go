@@ -1,0 +1,210 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/chat"
+	"github.com/edgectl/edgectl/engine/sample"
+)
+
+// prefillChunk bounds how many prompt tokens go through one forward pass:
+// large enough to read each weight row once for many tokens, small enough
+// that cancellation is noticed quickly.
+const prefillChunk = 64
+
+type session struct {
+	m      *model
+	st     *state
+	tokens []int // what the KV cache holds
+}
+
+func (s *session) Reset() error {
+	s.st.truncate(0)
+	s.tokens = s.tokens[:0]
+	return nil
+}
+
+func (s *session) Close() error { s.st = newState(s.m); s.tokens = nil; return nil }
+
+// prompt turns a request into token ids.
+func (s *session) prompt(req engine.Request) ([]int, error) {
+	tok := s.m.tok
+	if len(req.Messages) == 0 {
+		return tok.Encode(req.Prompt, true), nil
+	}
+	if s.m.tmpl == nil {
+		return nil, fmt.Errorf("%s: %w; send a plain prompt instead", s.m.info.Name, chat.ErrNoTemplate)
+	}
+	text, err := s.m.tmpl.Render(req.Messages, chat.Vars{BOSToken: tok.BOSToken(), EOSToken: tok.EOSToken(),
+		AddGenerationPrompt: req.AddGenerationPrompt})
+	if err != nil {
+		return nil, err
+	}
+	// Templates write BOS themselves when the model wants it.
+	ids := tok.Encode(text, false)
+	if tok.AddsBOS() && (len(ids) == 0 || ids[0] != tok.BOS()) && !strings.Contains(s.m.tmpl.Source(), "bos_token") {
+		ids = append([]int{tok.BOS()}, ids...)
+	}
+	return ids, nil
+}
+
+func (s *session) Generate(ctx context.Context, req engine.Request, emit func(engine.Token) error) (engine.Result, error) {
+	start := time.Now()
+	var res engine.Result
+	ids, err := s.prompt(req)
+	if err != nil {
+		return res, err
+	}
+	if len(ids) == 0 {
+		return res, fmt.Errorf("empty prompt: nothing to generate from")
+	}
+	res.PromptTokens = len(ids)
+	ctxLen := s.m.arch.ctx
+	if len(ids) >= ctxLen {
+		return res, fmt.Errorf("%w: the prompt is %d tokens and the context window is %d; shorten the conversation or load the model with a larger context length",
+			engine.ErrContextFull, len(ids), ctxLen)
+	}
+	// Reuse the cached prefix this conversation already computed.
+	keep := 0
+	for keep < len(s.tokens) && keep < len(ids)-1 && s.tokens[keep] == ids[keep] {
+		keep++
+	}
+	s.st.truncate(keep)
+	s.tokens = append(s.tokens[:keep], ids[keep:]...)
+	var logits []float32
+	for p := keep; p < len(ids); p += prefillChunk {
+		if logits, err = s.st.forward(ctx, ids[p:min(p+prefillChunk, len(ids))]); err != nil {
+			s.tokens = s.tokens[:s.st.pos]
+			return res, err
+		}
+	}
+	res.PrefillDuration = time.Since(start)
+
+	smp := sample.New(req.Sampling)
+	eos := map[int]bool{}
+	for _, id := range s.m.arch.eos {
+		eos[id] = true
+	}
+	out := newStopper(req.Stop, emit)
+	decodeStart := time.Now()
+	history := append([]int(nil), ids...)
+	for {
+		id := smp.Sample(logits, history)
+		if eos[id] {
+			res.FinishReason = engine.FinishStop
+			break
+		}
+		res.CompletionTokens++
+		history = append(history, id)
+		stop, err := out.push(id, s.m.tok.Piece(id), s.m.tok.IsSpecial(id))
+		if res.CompletionTokens == 1 {
+			res.TTFT = time.Since(start)
+		}
+		if err != nil {
+			res.DecodeDuration = time.Since(decodeStart)
+			return res, err
+		}
+		if stop {
+			res.FinishReason = engine.FinishStop
+			break
+		}
+		if req.MaxTokens > 0 && res.CompletionTokens >= req.MaxTokens {
+			res.FinishReason = engine.FinishLength
+			break
+		}
+		if s.st.pos+1 > ctxLen {
+			res.FinishReason = engine.FinishLength
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			res.DecodeDuration = time.Since(decodeStart)
+			return res, err
+		}
+		s.tokens = append(s.tokens, id)
+		if logits, err = s.st.forward(ctx, []int{id}); err != nil {
+			s.tokens = s.tokens[:s.st.pos]
+			res.DecodeDuration = time.Since(decodeStart)
+			return res, err
+		}
+	}
+	if err := out.flush(); err != nil {
+		return res, err
+	}
+	res.DecodeDuration = time.Since(decodeStart)
+	return res, nil
+}
+
+// stopper streams token text, holding back bytes that may be the start of
+// a stop string or an incomplete UTF-8 sequence.
+type stopper struct {
+	stops   []string
+	emit    func(engine.Token) error
+	pending []byte
+	lastID  int
+	done    bool
+}
+
+func newStopper(stops []string, emit func(engine.Token) error) *stopper {
+	var ss []string
+	for _, s := range stops {
+		if s != "" {
+			ss = append(ss, s)
+		}
+	}
+	return &stopper{stops: ss, emit: emit}
+}
+
+// push adds a token's bytes; it reports whether a stop string was seen.
+func (o *stopper) push(id int, piece []byte, special bool) (bool, error) {
+	if special {
+		piece = nil // control tokens are not text
+	}
+	o.pending = append(o.pending, piece...)
+	o.lastID = id
+	text := string(o.pending)
+	for _, s := range o.stops {
+		if i := strings.Index(text, s); i >= 0 {
+			o.done = true
+			if i > 0 {
+				return true, o.emit(engine.Token{ID: id, Text: strings.ToValidUTF8(text[:i], "\uFFFD")})
+			}
+			return true, nil
+		}
+	}
+	// Emit everything except a tail that could begin a stop string or is
+	// an unfinished UTF-8 sequence.
+	hold := 0
+	for _, s := range o.stops {
+		for n := min(len(s)-1, len(text)); n > hold; n-- {
+			if strings.HasSuffix(text, s[:n]) {
+				hold = n
+				break
+			}
+		}
+	}
+	cut := len(text) - hold
+	for cut > 0 && !utf8.ValidString(text[:cut]) && len(text)-cut < 4 {
+		cut--
+	}
+	if cut == 0 && len(text) > 0 && !utf8.ValidString(text) && len(text) >= 4 {
+		cut = len(text) // invalid bytes, not a partial rune: let them through
+	}
+	chunk := text[:cut]
+	o.pending = append(o.pending[:0], text[cut:]...)
+	return false, o.emit(engine.Token{ID: id, Text: strings.ToValidUTF8(chunk, "\uFFFD")})
+}
+
+// flush emits what is still held back at the end of generation.
+func (o *stopper) flush() error {
+	if o.done || len(o.pending) == 0 {
+		return nil
+	}
+	t := strings.ToValidUTF8(string(o.pending), "\uFFFD")
+	o.pending = o.pending[:0]
+	return o.emit(engine.Token{ID: -1, Text: t})
+}

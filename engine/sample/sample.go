@@ -1,0 +1,156 @@
+// Package sample picks the next token from logits: greedy, or temperature
+// sampling narrowed by top-k, top-p and min-p, with a repetition penalty.
+// A Sampler with a seed is deterministic.
+package sample
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/edgectl/edgectl/engine"
+)
+
+// Defaults applied when a Sampling field is zero (llama.cpp's defaults).
+const (
+	DefaultTemperature = 0.8
+	DefaultTopK        = 40
+	DefaultTopP        = 0.95
+	DefaultMinP        = 0.05
+	DefaultRepeatLastN = 64
+)
+
+// Sampler holds the parameters and the random source of one generation.
+type Sampler struct {
+	temp          float64
+	topK          int
+	topP, minP    float64
+	penalty       float64
+	lastN         int
+	rng           *rand.Rand
+	idx           []int
+	probs         []float64
+	explicitTopK0 bool
+}
+
+// New builds a sampler. A nil Temperature means the default; 0 is greedy.
+func New(s engine.Sampling) *Sampler {
+	p := &Sampler{temp: DefaultTemperature, topK: s.TopK, topP: s.TopP, minP: s.MinP,
+		penalty: s.RepeatPenalty, lastN: s.RepeatLastN}
+	if s.Temperature != nil {
+		p.temp = *s.Temperature
+	}
+	if p.lastN == 0 {
+		p.lastN = DefaultRepeatLastN
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s.Seed != nil {
+		seed = uint64(*s.Seed)
+	}
+	p.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return p
+}
+
+// Greedy reports whether sampling is deterministic argmax.
+func (p *Sampler) Greedy() bool { return p.temp <= 0 }
+
+// Sample picks a token. logits are modified (penalty, temperature); history
+// is the sequence so far (prompt and output) for the repetition penalty.
+func (p *Sampler) Sample(logits []float32, history []int) int {
+	if p.penalty > 0 && p.penalty != 1 {
+		start := max(0, len(history)-p.lastN)
+		seen := map[int]bool{}
+		for _, id := range history[start:] {
+			if id < 0 || id >= len(logits) || seen[id] {
+				continue
+			}
+			seen[id] = true
+			// CTRL-style penalty, as llama.cpp and transformers apply it.
+			if logits[id] > 0 {
+				logits[id] /= float32(p.penalty)
+			} else {
+				logits[id] *= float32(p.penalty)
+			}
+		}
+	}
+	if p.temp <= 0 {
+		return Argmax(logits)
+	}
+	// Candidates sorted by logit, descending.
+	// Tokens more than 30 nats below the best (probability ratio < 1e-13)
+	// are dropped before sorting: a 128k vocabulary need not be sorted.
+	mx0 := logits[Argmax(logits)]
+	floor := float64(mx0) - 30*p.temp
+	p.idx = p.idx[:0]
+	for i, v := range logits {
+		if float64(v) >= floor {
+			p.idx = append(p.idx, i)
+		}
+	}
+	k := p.topK
+	if k <= 0 || k > len(p.idx) {
+		k = len(p.idx)
+	}
+	slices.SortStableFunc(p.idx, func(a, b int) int {
+		switch {
+		case logits[a] > logits[b]:
+			return -1
+		case logits[a] < logits[b]:
+			return 1
+		}
+		return a - b
+	})
+	cand := p.idx[:k]
+	mx := float64(logits[cand[0]])
+	p.probs = p.probs[:0]
+	var sum float64
+	for _, id := range cand {
+		e := math.Exp((float64(logits[id]) - mx) / p.temp)
+		p.probs = append(p.probs, e)
+		sum += e
+	}
+	for i := range p.probs {
+		p.probs[i] /= sum
+	}
+	n := len(cand)
+	if p.minP > 0 {
+		lim := p.probs[0] * p.minP
+		for n > 1 && p.probs[n-1] < lim {
+			n--
+		}
+	}
+	if p.topP > 0 && p.topP < 1 {
+		var c float64
+		for i := range n {
+			c += p.probs[i]
+			if c >= p.topP {
+				n = i + 1
+				break
+			}
+		}
+	}
+	var total float64
+	for _, v := range p.probs[:n] {
+		total += v
+	}
+	r := p.rng.Float64() * total
+	for i, v := range p.probs[:n] {
+		r -= v
+		if r < 0 {
+			return cand[i]
+		}
+	}
+	return cand[n-1]
+}
+
+// Argmax returns the index of the largest logit (the lowest index on ties).
+func Argmax(logits []float32) int {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	return best
+}

@@ -1,0 +1,343 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/serve/api"
+)
+
+// Error is a failure the upstream reported, with the HTTP status it should
+// have used (FastFlowLM sends errors with 200).
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("upstream error (%d): %s", e.Status, e.Message)
+}
+
+// NewSession returns a stateless session: every Generate sends the whole
+// conversation.
+func (m *Model) NewSession() (engine.Session, error) {
+	if err := m.Alive(); err != nil {
+		return nil, err
+	}
+	return &session{m: m}, nil
+}
+
+type session struct{ m *Model }
+
+func (s *session) Reset() error { return nil }
+func (s *session) Close() error { return nil }
+
+func (m *Model) body(req engine.Request) ([]byte, error) {
+	msgs := make([]api.ChatMessage, 0, len(req.Messages)+1)
+	for _, msg := range req.Messages {
+		msgs = append(msgs, api.ChatMessage{Role: msg.Role, Content: api.Content(msg.Content)})
+	}
+	if len(req.Messages) == 0 {
+		msgs = append(msgs, api.ChatMessage{Role: "user", Content: api.Content(req.Prompt)})
+	}
+	b := api.UpstreamChatRequest{
+		Model:         m.cfg.Model,
+		Messages:      msgs,
+		Stream:        true,
+		StreamOptions: &api.StreamOptions{IncludeUsage: true},
+		Temperature:   req.Sampling.Temperature,
+		Seed:          req.Sampling.Seed,
+		Stop:          req.Stop,
+	}
+	if b.Model == "" {
+		b.Model = m.cfg.Name
+	}
+	if m.cfg.SingleMessage {
+		// main_api_* reads one {role, content} object: the conversation is
+		// flattened into the last user turn.
+		var sb strings.Builder
+		for _, msg := range msgs {
+			if sb.Len() > 0 {
+				sb.WriteString("\n")
+			}
+			if len(msgs) > 1 {
+				sb.WriteString(msg.Role + ": ")
+			}
+			sb.WriteString(string(msg.Content))
+		}
+		b.Messages = api.ChatMessage{Role: "user", Content: api.Content(sb.String())}
+		b.StreamOptions = nil
+	}
+	if req.MaxTokens > 0 {
+		b.MaxTokens = &req.MaxTokens
+	}
+	if s := req.Sampling; s.TopK > 0 {
+		b.TopK = &s.TopK
+	}
+	if s := req.Sampling; s.TopP > 0 && s.TopP < 1 {
+		b.TopP = &s.TopP
+	}
+	if s := req.Sampling; s.MinP > 0 {
+		b.MinP = &s.MinP
+	}
+	if s := req.Sampling; s.RepeatPenalty > 0 && s.RepeatPenalty != 1 {
+		b.RepeatPenalty = &s.RepeatPenalty
+	}
+	return json.Marshal(b)
+}
+
+// Generate posts the conversation to /v1/chat/completions with streaming
+// and turns whatever comes back (SSE or one JSON object, with or without
+// vendor extras) into tokens and a Result.
+func (s *session) Generate(ctx context.Context, req engine.Request, emit func(engine.Token) error) (engine.Result, error) {
+	m := s.m
+	var res engine.Result
+	body, err := m.body(req)
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.base+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return res, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	m.auth(hreq)
+	resp, err := m.client.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		err = fmt.Errorf("upstream %q unreachable: %w", m.cfg.Name, err)
+		m.markBroken(err)
+		return res, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		return res, &Error{Status: resp.StatusCode, Message: errorText(b, resp.Status)}
+	}
+
+	st := &streamState{start: start, emit: emit}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if ct == "text/event-stream" {
+		err = st.readSSE(resp.Body)
+	} else {
+		// A server that ignored stream:true, or FastFlowLM's 200-with-error.
+		b, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		if rerr == nil {
+			err = st.chunk(b)
+		} else {
+			err = rerr
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, err
+	}
+	return st.result(), nil
+}
+
+type streamState struct {
+	start, first time.Time
+	emit         func(engine.Token) error
+	pieces       int
+	finish       string
+	usage        *api.UpstreamUsage
+	timings      *api.LlamaTimings
+	done         bool
+}
+
+func (st *streamState) readSSE(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var data bytes.Buffer
+	flush := func() error {
+		defer data.Reset()
+		if data.Len() == 0 {
+			return nil
+		}
+		if bytes.HasPrefix(data.Bytes(), []byte("[DONE]")) {
+			st.done = true
+			return nil
+		}
+		return st.chunk(data.Bytes())
+	}
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if err := flush(); err != nil {
+				return err
+			}
+		case line[0] == ':': // comment / keep-alive
+		case bytes.HasPrefix(line, []byte("data:")):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
+		}
+		if st.done {
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if st.finish == "" && st.pieces == 0 && !st.done {
+		return errors.New("upstream closed the stream without sending anything")
+	}
+	return nil
+}
+
+// chunk handles one JSON object: a stream chunk or a whole completion.
+func (st *streamState) chunk(b []byte) error {
+	var c api.UpstreamChunk
+	if err := json.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("upstream sent data that is not JSON: %.200q", b)
+	}
+	if msg, ok := api.UpstreamError(c.Error); ok {
+		return &Error{Status: statusOf(c.Error), Message: msg}
+	}
+	for _, ch := range c.Choices {
+		var text *string
+		switch {
+		case ch.Delta != nil:
+			text = ch.Delta.Content
+		case ch.Message != nil:
+			text = ch.Message.Content
+		default:
+			text = ch.Text
+		}
+		if text != nil && *text != "" {
+			if st.first.IsZero() {
+				st.first = time.Now()
+			}
+			st.pieces++
+			if err := st.emit(engine.Token{ID: -1, Text: *text}); err != nil {
+				return err
+			}
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			f, err := normalizeFinish(*ch.FinishReason)
+			if err != nil {
+				return err
+			}
+			st.finish = f
+		}
+	}
+	if c.Usage != nil {
+		st.usage = c.Usage
+	}
+	if c.Timings != nil {
+		st.timings = c.Timings
+	}
+	return nil
+}
+
+// normalizeFinish maps vendor finish reasons onto OpenAI's.
+func normalizeFinish(f string) (string, error) {
+	switch f {
+	case "length", "max_tokens", "max_length":
+		return engine.FinishLength, nil
+	case "error":
+		return "", &Error{Status: http.StatusBadGateway, Message: "upstream ended the answer with finish_reason \"error\""}
+	default: // stop, eos, end_turn, cancel, tool_calls, …
+		return engine.FinishStop, nil
+	}
+}
+
+func (st *streamState) result() engine.Result {
+	end := time.Now()
+	r := engine.Result{FinishReason: st.finish, CompletionTokens: st.pieces, Extra: map[string]any{}}
+	if r.FinishReason == "" {
+		r.FinishReason = engine.FinishStop
+	}
+	if !st.first.IsZero() {
+		r.TTFT = st.first.Sub(st.start)
+		r.PrefillDuration = r.TTFT
+		r.DecodeDuration = end.Sub(st.first)
+	}
+	if u := st.usage; u != nil {
+		r.PromptTokens = u.PromptTokens
+		if u.CompletionTokens > 0 {
+			r.CompletionTokens = u.CompletionTokens
+		}
+		if u.PrefillDurationTTFT > 0 { // FastFlowLM, seconds
+			r.PrefillDuration = seconds(u.PrefillDurationTTFT)
+		}
+		if u.DecodingDuration > 0 {
+			r.DecodeDuration = seconds(u.DecodingDuration)
+		}
+		if u.DecodingSpeedTPS > 0 {
+			r.Extra["upstream_tps"] = u.DecodingSpeedTPS
+		}
+	}
+	if t := st.timings; t != nil { // llama-server, milliseconds
+		if t.PromptN > 0 {
+			r.PromptTokens = t.PromptN + t.CacheN
+		}
+		if t.PredictedN > 0 {
+			r.CompletionTokens = t.PredictedN
+		}
+		if t.PromptMS > 0 {
+			r.PrefillDuration = time.Duration(t.PromptMS * float64(time.Millisecond))
+		}
+		if t.PredictedMS > 0 {
+			r.DecodeDuration = time.Duration(t.PredictedMS * float64(time.Millisecond))
+		}
+		r.Extra["cache_n"] = t.CacheN
+	}
+	if st.usage == nil && st.timings == nil {
+		r.Extra["token_count"] = "approximate"
+	}
+	return r
+}
+
+func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+// errorText extracts a message from an error body in any shape.
+func errorText(b []byte, status string) string {
+	var c api.UpstreamChunk
+	if json.Unmarshal(b, &c) == nil {
+		if msg, ok := api.UpstreamError(c.Error); ok {
+			return msg
+		}
+	}
+	if s := strings.TrimSpace(string(b)); s != "" {
+		if len(s) > 300 {
+			s = s[:300] + "…"
+		}
+		return s
+	}
+	return status
+}
+
+// statusOf reads error.code when it is an HTTP status (FastFlowLM), else 502.
+func statusOf(raw json.RawMessage) int {
+	var o struct {
+		Code any `json:"code"`
+	}
+	if json.Unmarshal(raw, &o) == nil {
+		if f, ok := o.Code.(float64); ok && f >= 400 && f < 600 {
+			return int(f)
+		}
+	}
+	return http.StatusBadGateway
+}

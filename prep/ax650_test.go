@@ -1,0 +1,157 @@
+package prep
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/axcl"
+	"github.com/edgectl/edgectl/pulsar2"
+)
+
+var (
+	fakeBinsOnce sync.Once
+	fakeBinsDir  string
+	fakeBinsErr  error
+)
+
+// fakeBins builds the pulsar2 tests' fake container runtime (as docker)
+// and the axcl tests' fake vendor CLI (as axllm) once per test binary.
+func fakeBins(t *testing.T) string {
+	t.Helper()
+	fakeBinsOnce.Do(func() {
+		fakeBinsDir, fakeBinsErr = os.MkdirTemp("", "edgectl-prep-fakes-")
+		if fakeBinsErr != nil {
+			return
+		}
+		for name, pkg := range map[string]string{"docker": "../pulsar2/testdata/fakedocker", "axllm": "../engine/axcl/testdata/fakeaxllm"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(fakeBinsDir, name), pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fakeBinsErr = &exec.Error{Name: pkg, Err: errString(string(out))}
+				return
+			}
+		}
+	})
+	if fakeBinsErr != nil {
+		t.Fatalf("build fakes: %v", fakeBinsErr)
+	}
+	t.Setenv("PATH", fakeBinsDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("FAKE_DOCKER_IMAGES", "pulsar2:5.2")
+	return fakeBinsDir
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func ax650Opts(tmp, src string) Options {
+	return Options{Source: src, Target: TargetAX650, Out: filepath.Join(tmp, "OUT"), CacheDir: filepath.Join(tmp, "cache"), KVCacheLen: 2048, Image: "pulsar2:5.2"}
+}
+
+func TestE2EHubToAX650AnswersThroughAxcl(t *testing.T) {
+	bins := fakeBins(t)
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "llama-tiny")
+	writeLlama(t, src)
+	fakeHub(t, "acme/llama-tiny", src)
+	o := ax650Opts(tmp, "acme/llama-tiny")
+	var log eventLog
+	res, err := Run(context.Background(), log.io(), o)
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, log.errOut.String())
+	}
+	evs := log.events(t)
+	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "pull,import,doctor,patch-config,layernorm,quant,pulsar2,out" {
+		t.Errorf("steps done: %v", s)
+	}
+	// The directory is what axllm loads: the layout check pulsar2 itself
+	// applies, the KV length 2048 → 2047, and the int4 weights.
+	cfg, err := pulsar2.VerifyOutput(o.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bi, err := pulsar2.ReadBuildInfo(o.Out)
+	if err != nil || bi.KVCacheLen != 2047 || bi.WeightType != "s4" || bi.Source != "llama-tiny" {
+		t.Errorf("build info %+v, %v", bi, err)
+	}
+	if cfg.ModelName == "" {
+		t.Errorf("axllm config %+v", cfg)
+	}
+	if res.Manifest.Options["kv_cache_len"] != 2047 {
+		t.Errorf("manifest options %v", res.Manifest.Options)
+	}
+	// serve's axcl lane drives the vendor CLI (here the fake) on the OUT dir.
+	if !axcl.IsModelDir(o.Out) {
+		t.Fatalf("axcl does not recognize %s", o.Out)
+	}
+	e := axcl.New(axcl.Options{Command: []string{filepath.Join(bins, "axllm"), "run", "{dir}"}, SMI: []string{}})
+	m, err := e.Load(context.Background(), o.Out, engine.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession()
+	must(t, err)
+	defer s.Close()
+	var text strings.Builder
+	r, err := s.Generate(context.Background(), engine.Request{Prompt: "Once upon a time", MaxTokens: 16}, func(tok engine.Token) error {
+		text.WriteString(tok.Text)
+		return nil
+	})
+	if err != nil || strings.TrimSpace(text.String()) == "" || r.CompletionTokens == 0 {
+		t.Fatalf("axcl lane answered %q %+v, %v", text.String(), r, err)
+	}
+	t.Logf("axcl lane answers %q (ttft %v)", text.String(), r.TTFT)
+}
+
+func TestAX650DoctorBlocksMoE(t *testing.T) {
+	fakeBins(t)
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "moe")
+	must(t, os.MkdirAll(src, 0o755))
+	for _, f := range []string{"model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(tinyStories, f))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(src, f), b, 0o644))
+	}
+	cfg, err := os.ReadFile(filepath.Join(tinyStories, "config.json"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(src, "config.json"), []byte(strings.Replace(string(cfg), `"vocab_size": 2048`, `"vocab_size": 2048, "num_local_experts": 8`, 1)), 0o644))
+	var log eventLog
+	_, err = Run(context.Background(), log.io(), ax650Opts(tmp, src))
+	if err == nil || exitCode(err) != 4 || !strings.Contains(err.Error(), "doctor") {
+		t.Fatalf("MoE on ax650: %v (exit %d)", err, exitCode(err))
+	}
+	evs := log.events(t)
+	if s := stepsWith(evs, "error"); strings.Join(s, ",") != "doctor" {
+		t.Errorf("error events: %v", s)
+	}
+}
+
+func TestAX650CompilerFailureIsAToolError(t *testing.T) {
+	fakeBins(t)
+	t.Setenv("FAKE_PULSAR2_FAIL", "oom")
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "llama-tiny")
+	writeLlama(t, src)
+	_, err := Run(context.Background(), nil, ax650Opts(tmp, src))
+	if err == nil || exitCode(err) != 5 || !strings.Contains(err.Error(), "pulsar2") {
+		t.Fatalf("OOM-killed compiler: %v (exit %d)", err, exitCode(err))
+	}
+	t.Logf("%v", err)
+	// The steps before the compiler are cached: the retry starts at pulsar2.
+	t.Setenv("FAKE_PULSAR2_FAIL", "")
+	var log eventLog
+	if _, err := Run(context.Background(), log.io(), ax650Opts(tmp, src)); err != nil {
+		t.Fatal(err)
+	}
+	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "import,doctor,patch-config,layernorm,quant" {
+		t.Errorf("retry skipped %v", s)
+	}
+}

@@ -1,0 +1,140 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/edgectl/edgectl/prep"
+)
+
+// PushResult names what was pushed.
+type PushResult struct {
+	Ref    string `json:"ref"`    // REPOSITORY@sha256:…, the reference devices should pull
+	Tag    string `json:"tag"`    // the reference as given
+	Digest string `json:"digest"` // the image manifest's digest
+	Files  int    `json:"files"`
+	Bytes  int64  `json:"bytes"` // file bytes (before compression)
+}
+
+// Build turns a prep artifact directory into an OCI image. The directory
+// must still match its manifest.json: an edited OUT/ is refused rather
+// than published under a manifest that no longer describes it. Spool is
+// where compressed layers are staged (it must outlive the image's use).
+func Build(dir, spool string) (v1.Image, *prep.Manifest, error) {
+	m, err := prep.ReadManifest(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s is not a prep artifact directory: %v", dir, err)
+	}
+	if err := m.Verify(dir); err != nil {
+		return nil, nil, fmt.Errorf("refusing to push: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, prep.ManifestName))
+	if err != nil {
+		return nil, nil, err
+	}
+	mfSum, mfSize, err := prep.HashFile(filepath.Join(dir, prep.ManifestName))
+	if err != nil {
+		return nil, nil, err
+	}
+	files := append(append([]prep.FileEntry(nil), m.Files...), prep.FileEntry{Path: prep.ManifestName, Size: mfSize, SHA256: mfSum})
+
+	var adds []mutate.Addendum
+	for _, f := range files {
+		l, err := spoolLayer(dir, f.Path, spool)
+		if err != nil {
+			return nil, nil, fmt.Errorf("pack %s: %w", f.Path, err)
+		}
+		adds = append(adds, mutate.Addendum{Layer: l, Annotations: map[string]string{
+			AnnotationTitle:      f.Path,
+			AnnotationFileSHA256: f.SHA256,
+			AnnotationFileSize:   strconv.FormatInt(f.Size, 10),
+		}})
+	}
+
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	img, err = mutate.ConfigFile(img, &v1.ConfigFile{
+		OS:     "linux",
+		RootFS: v1.RootFS{Type: "layers"},
+		Config: v1.Config{Labels: map[string]string{AnnotationTarget: m.Target}},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if img, err = mutate.Append(img, adds...); err != nil {
+		return nil, nil, err
+	}
+	anns := map[string]string{
+		AnnotationTarget:         m.Target,
+		AnnotationKey:            m.Key,
+		AnnotationEdgectl:        m.EdgectlVersion,
+		AnnotationVersion:        m.Key[:12],
+		AnnotationManifestSHA256: mfSum,
+	}
+	if m.Source.Repo != "" {
+		anns[AnnotationSource] = "https://huggingface.co/" + m.Source.Repo
+		anns[AnnotationRevision] = m.Source.Commit
+	}
+	if len(raw) <= maxManifestAnnotation {
+		var compact json.RawMessage = raw
+		if b, err := json.Marshal(compact); err == nil {
+			anns[AnnotationManifest] = string(b)
+		}
+	}
+	return mutate.Annotations(img, anns).(v1.Image), m, nil
+}
+
+// Push uploads the artifact directory dir to ref.
+func Push(ctx context.Context, dir, ref string, o Options) (*PushResult, error) {
+	r, err := ParseRef(ref, o.Insecure)
+	if err != nil {
+		return nil, err
+	}
+	spool, err := os.MkdirTemp("", "edgectl-push-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(spool)
+	img, m, err := Build(dir, spool)
+	if err != nil {
+		return nil, err
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain())}
+	if o.Transport != nil {
+		opts = append(opts, remote.WithTransport(o.Transport))
+	}
+	if o.Progress != nil {
+		ch := make(chan v1.Update, 16)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for u := range ch {
+				o.Progress(u.Complete, u.Total)
+			}
+		}()
+		defer func() { <-done }()
+		opts = append(opts, remote.WithProgress(ch))
+	}
+	if err := remote.Write(r, img, opts...); err != nil {
+		return nil, registryErr("push to", r.String(), err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	res := &PushResult{Ref: r.Context().Digest(d.String()).String(), Tag: r.String(), Digest: d.String(), Files: len(m.Files) + 1}
+	for _, f := range m.Files {
+		res.Bytes += f.Size
+	}
+	return res, nil
+}

@@ -1,0 +1,346 @@
+// Package prep runs the whole path from a Hugging Face checkpoint to an
+// artifact directory a device loads: pull → doctor → patch config →
+// inject norms → quantize/pack → (ax650) pulsar2 build → OUT/ with a
+// manifest.json. Each step is cached under the hash of its input and
+// options, so a rerun skips finished steps and an interrupted run resumes;
+// OUT/ is byte-identical for identical inputs and options. Package
+// prep/oci moves OUT/ through OCI registries.
+package prep
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/edgectl/edgectl/hub"
+	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/version"
+	"github.com/edgectl/edgectl/patch"
+)
+
+// Targets prep builds for.
+const (
+	TargetCPU   = "cpu"   // a checked float checkpoint for the CPU engine
+	TargetGGUF  = "gguf"  // a TQ2_0/TQ1_0 GGUF (llama.cpp, the CPU engine)
+	TargetH1B   = "h1b"   // a .h1b + .htok (1bit-systems engine, the CPU engine)
+	TargetAX650 = "ax650" // a compiled axllm model directory for AX650/AX8850
+)
+
+// Targets lists every target, in the order help texts show them.
+var Targets = []string{TargetAX650, TargetH1B, TargetGGUF, TargetCPU}
+
+// Options are prep's settings. Every field that changes OUT/ is recorded in
+// the manifest; Out, CacheDir, Force and Hub only say where and how.
+type Options struct {
+	Source string // org/name[@rev] or a local directory
+	Target string
+	Out    string
+	// Format is the packing: tq2_0|tq1_0 (gguf), sherry|halo2|tq1h (h1b),
+	// s4|s8 weight type (ax650). Empty picks the target's default.
+	Format     string
+	KVCacheLen int  // ax650: KV-cache length (normalized to 128·k−1)
+	EOS        *int // the id replacing an eos_token_id array
+	Ternarize  string
+	// ax650: the compiler's chip, container image and runtime (see
+	// `edgectl pulsar2 build`).
+	Chip, Image, Runtime string
+
+	CacheDir string
+	Force    bool       // redo every step, and replace an OUT/ prep wrote before
+	Hub      hub.Config // where the Hub and its cache are (zero: from the environment)
+}
+
+// Result is what a run produced.
+type Result struct {
+	Out            string
+	Manifest       *Manifest
+	ManifestSHA256 string
+	Skipped        []string // steps answered from the cache
+}
+
+// defaults fills target-dependent defaults and checks the options.
+func (o *Options) defaults() error {
+	o.Target = strings.ToLower(o.Target)
+	if o.Source == "" {
+		return cli.Usagef("prep needs SOURCE: a Hugging Face repository org/name[@revision] or a checkpoint directory")
+	}
+	if o.Out == "" {
+		return cli.Usagef("prep needs -o OUT, the artifact directory to write")
+	}
+	switch o.Target {
+	case TargetCPU:
+		if o.Format != "" {
+			return cli.Usagef("--format %q: target cpu keeps the checkpoint's own weights and takes no --format", o.Format)
+		}
+	case TargetAX650:
+		if o.KVCacheLen == 0 {
+			o.KVCacheLen = 2047
+		}
+		if o.KVCacheLen < 127 {
+			return cli.Usagef("--kv-cache-len %d: the AX650 runtime needs at least 127", o.KVCacheLen)
+		}
+		o.KVCacheLen = patch.KVCacheLen(o.KVCacheLen)
+		if err := oneOf("--format", &o.Format, "s4", "s8"); err != nil {
+			return err
+		}
+	case TargetGGUF:
+		if err := oneOf("--format", &o.Format, "tq2_0", "tq1_0"); err != nil {
+			return err
+		}
+	case TargetH1B:
+		if err := oneOf("--format", &o.Format, "sherry", "halo2", "tq1h"); err != nil {
+			return err
+		}
+	case "":
+		return cli.Usagef("prep needs --target: one of %s", strings.Join(Targets, ", "))
+	default:
+		return cli.Usagef("unknown --target %q: choose one of %s", o.Target, strings.Join(Targets, ", "))
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = DefaultCacheDir()
+	}
+	if o.Hub.CacheDir == "" {
+		o.Hub = hub.FromEnv()
+	}
+	return nil
+}
+
+// oneOf checks *v against the allowed values; empty takes the first.
+func oneOf(flag string, v *string, allowed ...string) error {
+	*v = strings.ToLower(*v)
+	if *v == "" {
+		*v = allowed[0]
+		return nil
+	}
+	if contains(allowed, *v) {
+		return nil
+	}
+	return cli.Usagef("%s %q: this target takes %s", flag, *v, strings.Join(allowed, ", "))
+}
+
+// manifestOptions are the options as the manifest records them.
+func (o *Options) manifestOptions() map[string]any {
+	m := map[string]any{"target": o.Target}
+	for k, v := range map[string]string{"chip": o.Chip, "image": o.Image} {
+		if v != "" && o.Target == TargetAX650 {
+			m[k] = v
+		}
+	}
+	if o.Format != "" {
+		m["format"] = o.Format
+	}
+	if o.Target == TargetAX650 {
+		m["kv_cache_len"] = o.KVCacheLen
+	}
+	if o.EOS != nil {
+		m["eos"] = *o.EOS
+	}
+	if o.Ternarize != "" {
+		m["ternarize"] = o.Ternarize
+	}
+	return m
+}
+
+// steps returns the target's steps after import.
+func (o *Options) steps(rep *Reporter) ([]Step, error) {
+	name := sourceName(o.Source)
+	switch o.Target {
+	case TargetCPU:
+		return []Step{checkStep()}, nil
+	case TargetGGUF:
+		return []Step{checkStep(), quantStep(o.Format, o.Ternarize, name+".gguf")}, nil
+	case TargetH1B:
+		return []Step{checkStep(), quantStep(o.Format, o.Ternarize, name+".h1b")}, nil
+	case TargetAX650:
+		steps := []Step{
+			doctorStep(TargetAX650, o.KVCacheLen),
+			patchConfigStep(o.KVCacheLen, o.EOS),
+			layerNormStep(),
+		}
+		if o.Format == "s4" {
+			steps = append(steps, gptqStep())
+		}
+		return append(steps, pulsar2Step(pulsar2Options{
+			Chip: o.Chip, Image: o.Image, Runtime: o.Runtime,
+			KVCacheLen: o.KVCacheLen, WeightType: o.Format, ModelName: name,
+		}, rep)), nil
+	}
+	return nil, cli.Usagef("unknown --target %q", o.Target)
+}
+
+// sourceName names the artifact files: the repository's or directory's
+// last element ("Qwen/Qwen3-1.7B@main" → "Qwen3-1.7B").
+func sourceName(src string) string {
+	src, _, _ = strings.Cut(src, "@")
+	base := filepath.Base(filepath.Clean(src))
+	if base == "." || base == "/" || base == "" {
+		return "model"
+	}
+	return base
+}
+
+// Run executes the pipeline and writes OUT/.
+func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	res := &Result{Out: o.Out}
+	rep := &Reporter{io: io, onEmit: func(e Event) {
+		if e.Event == "skip" {
+			res.Skipped = append(res.Skipped, e.Step)
+		}
+	}}
+	steps, err := o.steps(rep)
+	if err != nil {
+		return nil, err
+	}
+	cache, err := OpenCache(o.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+
+	var src *resolved
+	local := isLocal(o.Source)
+	if local {
+		start := time.Now()
+		rep.Emit(Event{Event: "start", Step: "source", Message: o.Source})
+		if src, err = resolveLocal(cache, o.Source); err != nil {
+			rep.Emit(Event{Event: "error", Step: "source", Error: err.Error(), ExitCode: exitCode(err)})
+			return nil, err
+		}
+		rep.Emit(Event{Event: "done", Step: "source", Key: src.Key, DurationMS: time.Since(start).Milliseconds()})
+	} else if src, err = resolveHub(ctx, o.Hub, o.Source, rep); err != nil {
+		return nil, err
+	}
+
+	all := append([]Step{importStep(src, local)}, steps...)
+	r := &runner{cache: cache, rep: rep, force: o.Force}
+	records, dir, key, err := r.run(ctx, src.Dir, src.Key, all)
+	if err != nil {
+		return nil, err
+	}
+
+	m := &Manifest{
+		Schema:         ManifestSchema,
+		EdgectlVersion: version.String(),
+		Target:         o.Target,
+		Source:         src.Source,
+		Options:        o.manifestOptions(),
+		Key:            key,
+		Steps:          records,
+	}
+	sum, err := writeOut(ctx, rep, dir, o.Out, m, o.Force)
+	if err != nil {
+		return nil, err
+	}
+	res.Manifest, res.ManifestSHA256 = m, sum
+	return res, nil
+}
+
+// writeOut publishes OUT/: the final step's files, copied (not linked, so
+// editing OUT/ cannot corrupt the cache), plus manifest.json. An OUT/ that
+// already holds this exact result is left alone.
+func writeOut(ctx context.Context, rep *Reporter, from, out string, m *Manifest, force bool) (string, error) {
+	start := time.Now()
+	names, err := listFiles(from)
+	if err != nil {
+		return "", err
+	}
+	if contains(names, ManifestName) {
+		return "", inputErr("the model itself has a file named %s, which prep reserves for its manifest: rename it in the source", ManifestName)
+	}
+
+	if ents, err := os.ReadDir(out); err == nil && len(ents) == 0 {
+		os.Remove(out) // an empty directory (mkdir in a CI script) holds nothing to keep
+	}
+	if _, err := os.Lstat(out); err == nil {
+		old, rerr := ReadManifest(out)
+		switch {
+		case !force && rerr == nil && old.Key == m.Key && old.Verify(out) == nil:
+			b, _ := os.ReadFile(filepath.Join(out, ManifestName))
+			*m = *old
+			sum := sha256.Sum256(b)
+			rep.Emit(Event{Event: "skip", Step: "out", Key: m.Key, Reason: "OUT is up to date"})
+			return hex.EncodeToString(sum[:]), nil
+		case rerr != nil:
+			return "", inputErr("%s exists and was not written by prep (%v): choose another -o or remove it", out, rerr)
+		case !force:
+			return "", inputErr("%s holds another prep result (key %s…): pass --force to replace it, or choose another -o", out, old.Key[:12])
+		}
+	}
+
+	rep.Emit(Event{Event: "start", Step: "out", Key: m.Key})
+	parent := filepath.Dir(filepath.Clean(out))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", inputErr("-o %s: %v", out, err)
+	}
+	tmpTarget := filepath.Join(parent, "."+filepath.Base(out)+".new-"+fmt.Sprint(os.Getpid()))
+	os.RemoveAll(tmpTarget)
+	d, err := atomicfile.CreateDir(tmpTarget)
+	if err != nil {
+		return "", err
+	}
+	defer d.Abort()
+	for _, n := range names {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		if err := copyFile(filepath.Join(from, filepath.FromSlash(n)), filepath.Join(d.Path, filepath.FromSlash(n))); err != nil {
+			return "", err
+		}
+	}
+	files, err := HashTree(d.Path)
+	if err != nil {
+		return "", err
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	m.Files = files
+	b, err := m.Marshal()
+	if err != nil {
+		return "", err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(d.Path, ManifestName), b, 0o644); err != nil {
+		return "", err
+	}
+	if err := d.Commit(); err != nil {
+		return "", err
+	}
+	if err := SwapDir(tmpTarget, out); err != nil {
+		os.RemoveAll(tmpTarget)
+		return "", err
+	}
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	sum := sha256.Sum256(b)
+	rep.Emit(Event{Event: "done", Step: "out", Key: m.Key, Files: len(files), Bytes: total, DurationMS: time.Since(start).Milliseconds()})
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// SwapDir moves the finished directory ready into place at target. A
+// directory already at target (a previous artifact the caller decided to
+// replace) is renamed aside first and removed after, so target is never a
+// mix of old and new files.
+func SwapDir(ready, target string) error {
+	parent := filepath.Dir(filepath.Clean(target))
+	if _, err := os.Lstat(target); err == nil {
+		old := filepath.Join(parent, "."+filepath.Base(target)+".old-"+fmt.Sprint(os.Getpid()))
+		os.RemoveAll(old)
+		if err := os.Rename(target, old); err != nil {
+			return err
+		}
+		defer os.RemoveAll(old)
+	}
+	if err := os.Rename(ready, target); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(parent)
+}

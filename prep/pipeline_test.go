@@ -1,0 +1,327 @@
+package prep
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edgectl/edgectl/internal/cli"
+)
+
+const tinyStories = "../testdata/models/tinystories-656k"
+
+// eventLog is an IO whose stdout collects --json events.
+type eventLog struct {
+	out, errOut bytes.Buffer
+	// onEvent, when set, sees each event as it is written.
+	onEvent func(Event)
+}
+
+func (l *eventLog) io() *cli.IO {
+	return &cli.IO{Out: writerFunc(func(p []byte) (int, error) {
+		l.out.Write(p)
+		if l.onEvent != nil {
+			var e Event
+			if json.Unmarshal(p, &e) == nil {
+				l.onEvent(e)
+			}
+		}
+		return len(p), nil
+	}), ErrOut: &l.errOut, JSON: true}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func (l *eventLog) events(t *testing.T) []Event {
+	t.Helper()
+	var evs []Event
+	for _, line := range strings.Split(strings.TrimSpace(l.out.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("stdout line is not a JSON event: %q: %v", line, err)
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// stepsWith lists the steps that have an event of the given type.
+func stepsWith(evs []Event, typ string) []string {
+	var s []string
+	for _, e := range evs {
+		if e.Event == typ {
+			s = append(s, e.Step)
+		}
+	}
+	return s
+}
+
+// readTree maps every file under dir (slash paths) to its bytes.
+func readTree(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	m := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		m[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func cpuOpts(t *testing.T, cache, out string) Options {
+	return Options{Source: tinyStories, Target: TargetCPU, Out: out, CacheDir: cache}
+}
+
+func TestPrepCPULocalWritesVerifiedManifest(t *testing.T) {
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "OUT")
+	var log eventLog
+	res, err := Run(context.Background(), log.io(), cpuOpts(t, filepath.Join(tmp, "cache"), out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every model file of the source is in OUT, unchanged, and listed
+	// with the digest the test computes itself.
+	src := readTree(t, tinyStories)
+	got := readTree(t, out)
+	if len(got) != len(src)+1 {
+		t.Fatalf("OUT has %d files, want the source's %d plus manifest.json", len(got), len(src))
+	}
+	listed := map[string]FileEntry{}
+	for _, f := range m.Files {
+		listed[f.Path] = f
+	}
+	for name, b := range src {
+		if !bytes.Equal(got[name], b) {
+			t.Errorf("%s differs from the source", name)
+		}
+		sum := sha256.Sum256(b)
+		if f := listed[name]; f.SHA256 != hex.EncodeToString(sum[:]) || f.Size != int64(len(b)) {
+			t.Errorf("manifest entry for %s = %+v, want size %d sha256 %x", name, f, len(b), sum)
+		}
+	}
+	if m.Target != "cpu" || m.Source.Dir != "tinystories-656k" || len(m.Source.TreeSHA256) != 64 || m.EdgectlVersion == "" {
+		t.Errorf("manifest header = %+v", m)
+	}
+	if len(m.Steps) != 2 || m.Steps[0].Name != "import" || m.Steps[1].Name != "check" || len(m.Steps[1].Findings) == 0 {
+		t.Errorf("manifest steps = %+v", m.Steps)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, ManifestName)); !strings.Contains(string(b), `"options": {`) || bytes.Contains(b, []byte(tmp)) {
+		t.Errorf("manifest.json has no options or mentions the temp dir:\n%s", b)
+	}
+	sum := sha256.Sum256(got[ManifestName])
+	if res.ManifestSHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("result manifest sha256 %s, file has %x", res.ManifestSHA256, sum)
+	}
+	evs := log.events(t)
+	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,import,check,out" {
+		t.Errorf("done events for %v", s)
+	}
+	if s := stepsWith(evs, "start"); strings.Join(s, ",") != "source,import,check,out" {
+		t.Errorf("start events for %v", s)
+	}
+	if len(stepsWith(evs, "finding")) == 0 {
+		t.Error("no finding events")
+	}
+}
+
+func TestPrepTwoRunsByteIdentical(t *testing.T) {
+	tmp := t.TempDir()
+	bitnet := filepath.Join(tmp, "bitnet-tiny")
+	writeBitNet(t, bitnet)
+	llama := filepath.Join(tmp, "llama-tiny")
+	writeLlama(t, llama)
+	cases := []Options{
+		{Source: tinyStories, Target: TargetCPU},
+		{Source: bitnet, Target: TargetGGUF, Format: "tq1_0"},
+		{Source: bitnet, Target: TargetH1B, Format: "sherry"},
+		{Source: llama, Target: TargetAX650, Image: "pulsar2:5.2"},
+	}
+	for i, o := range cases {
+		t.Run(o.Target, func(t *testing.T) {
+			if o.Target == TargetAX650 {
+				fakeBins(t)
+			}
+			// Separate caches and output paths: nothing shared but the input.
+			a, b := o, o
+			a.Out, a.CacheDir = filepath.Join(tmp, fmt.Sprint(i), "a", "OUT"), filepath.Join(tmp, fmt.Sprint(i), "cache-a")
+			b.Out, b.CacheDir = filepath.Join(tmp, fmt.Sprint(i), "b", "elsewhere"), filepath.Join(tmp, fmt.Sprint(i), "cache-b")
+			if _, err := Run(context.Background(), nil, a); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Run(context.Background(), nil, b); err != nil {
+				t.Fatal(err)
+			}
+			ta, tb := readTree(t, a.Out), readTree(t, b.Out)
+			if len(ta) != len(tb) || len(ta) < 2 {
+				t.Fatalf("%d files vs %d", len(ta), len(tb))
+			}
+			for name, x := range ta {
+				if !bytes.Equal(x, tb[name]) {
+					t.Errorf("%s differs between two runs", name)
+				}
+			}
+		})
+	}
+}
+
+func TestPrepRerunSkipsFinishedSteps(t *testing.T) {
+	tmp := t.TempDir()
+	opts := cpuOpts(t, filepath.Join(tmp, "cache"), filepath.Join(tmp, "OUT"))
+	if _, err := Run(context.Background(), nil, opts); err != nil {
+		t.Fatal(err)
+	}
+	first := readTree(t, opts.Out)
+
+	var log eventLog
+	res, err := Run(context.Background(), log.io(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := log.events(t)
+	if s := stepsWith(evs, "skip"); strings.Join(s, ",") != "import,check,out" {
+		t.Errorf("skipped %v, want import,check,out", s)
+	}
+	if s := stepsWith(evs, "start"); strings.Join(s, ",") != "source" {
+		t.Errorf("started %v on a rerun, want only the source hash", s)
+	}
+	if strings.Join(res.Skipped, ",") != "import,check,out" {
+		t.Errorf("Result.Skipped = %v", res.Skipped)
+	}
+	// Findings are replayed from the cache.
+	if len(stepsWith(evs, "finding")) == 0 {
+		t.Error("rerun lost the findings")
+	}
+	second := readTree(t, opts.Out)
+	for k, v := range first {
+		if !bytes.Equal(v, second[k]) {
+			t.Errorf("%s changed on a rerun", k)
+		}
+	}
+
+	// --force redoes everything and may replace the OUT it wrote.
+	log = eventLog{}
+	opts.Force = true
+	if _, err := Run(context.Background(), log.io(), opts); err != nil {
+		t.Fatal(err)
+	}
+	evs = log.events(t)
+	if s := stepsWith(evs, "skip"); len(s) != 0 {
+		t.Errorf("--force skipped %v", s)
+	}
+	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,import,check,out" {
+		t.Errorf("--force done %v", s)
+	}
+}
+
+func TestPrepInterruptedRunResumes(t *testing.T) {
+	tmp := t.TempDir()
+	opts := cpuOpts(t, filepath.Join(tmp, "cache"), filepath.Join(tmp, "OUT"))
+	// Interrupt (as Ctrl-C does) the moment the check step starts.
+	ctx, cancel := context.WithCancel(context.Background())
+	log := eventLog{onEvent: func(e Event) {
+		if e.Event == "start" && e.Step == "check" {
+			cancel()
+		}
+	}}
+	if _, err := Run(ctx, log.io(), opts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run returned %v", err)
+	}
+	if _, err := os.Stat(opts.Out); !os.IsNotExist(err) {
+		t.Fatalf("an interrupted run left OUT behind: %v", err)
+	}
+	log = eventLog{}
+	if _, err := Run(context.Background(), log.io(), opts); err != nil {
+		t.Fatal(err)
+	}
+	evs := log.events(t)
+	if s := stepsWith(evs, "skip"); strings.Join(s, ",") != "import" {
+		t.Errorf("resumed run skipped %v, want import", s)
+	}
+	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,check,out" {
+		t.Errorf("resumed run did %v", s)
+	}
+	if _, err := ReadManifest(opts.Out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPrepRefusesForeignOut(t *testing.T) {
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "OUT")
+	os.MkdirAll(out, 0o755)
+	os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644)
+	opts := cpuOpts(t, filepath.Join(tmp, "cache"), out)
+	opts.Force = true
+	_, err := Run(context.Background(), nil, opts)
+	if err == nil || cli.CodeOf(err) != cli.ExitError || !strings.Contains(err.Error(), "not written by prep") {
+		t.Fatalf("err = %v (code %d)", err, cli.CodeOf(err))
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "notes.txt")); string(b) != "mine" {
+		t.Error("a foreign OUT was touched")
+	}
+}
+
+func TestPrepInputErrors(t *testing.T) {
+	tmp := t.TempDir()
+	empty := filepath.Join(tmp, "empty")
+	os.MkdirAll(empty, 0o755)
+	broken := filepath.Join(tmp, "broken")
+	os.MkdirAll(broken, 0o755)
+	os.WriteFile(filepath.Join(broken, "config.json"), nil, 0o644)
+	os.WriteFile(filepath.Join(broken, "model.safetensors"), []byte("12345678"), 0o644)
+	cases := []struct {
+		name string
+		opts Options
+		code int
+		want string
+	}{
+		{"no target", Options{Source: tinyStories}, cli.ExitUsage, "--target"},
+		{"bad target", Options{Source: tinyStories, Target: "tpu"}, cli.ExitUsage, "unknown --target"},
+		{"missing dir", Options{Source: filepath.Join(tmp, "nope"), Target: "cpu"}, cli.ExitError, "no such file"},
+		{"not a repo", Options{Source: "just-a-name", Target: "cpu"}, cli.ExitError, "neither an existing directory"},
+		{"no model files", Options{Source: empty, Target: "cpu"}, cli.ExitError, "no model files"},
+		{"empty config", Options{Source: broken, Target: "cpu"}, cli.ExitError, "config.json"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.opts.Out = filepath.Join(tmp, "out-"+strings.ReplaceAll(c.name, " ", "-"))
+			c.opts.CacheDir = filepath.Join(tmp, "cache")
+			_, err := Run(context.Background(), nil, c.opts)
+			if err == nil || cli.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v (code %d), want code %d mentioning %q", err, cli.CodeOf(err), c.code, c.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+			if _, err := os.Stat(c.opts.Out); !os.IsNotExist(err) {
+				t.Errorf("a failed run left %s", c.opts.Out)
+			}
+		})
+	}
+}

@@ -1,0 +1,203 @@
+package prep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/edgectl/edgectl/hub"
+)
+
+// modelFiles are the files of a checkpoint the pipeline carries along:
+// weights, configs, tokenizers, chat templates. READMEs, images and
+// pickled PyTorch weights (*.bin, *.pt: code, not data) stay behind.
+var modelFiles = []string{
+	"*.json", "*.safetensors", "*.jinja", "tokenizer.model", "*.tiktoken",
+	"merges.txt", "vocab.txt", "*.gguf", "*.h1b", "*.htok",
+}
+
+func isModelFile(rel string) bool {
+	base := path.Base(rel)
+	if strings.HasPrefix(base, ".") {
+		return false
+	}
+	for _, p := range modelFiles {
+		if ok, _ := path.Match(p, base); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// resolved is a source made present on disk.
+type resolved struct {
+	Dir    string
+	Key    string // identity of the content: everything later keys chain from it
+	Source Source
+}
+
+// isLocal decides whether SOURCE names a directory or a Hub repository.
+// An existing directory wins, so ./org/name is never fetched by mistake.
+func isLocal(src string) bool {
+	if st, err := os.Stat(src); err == nil && st.IsDir() {
+		return true
+	}
+	return strings.HasPrefix(src, ".") || strings.HasPrefix(src, "/") || strings.HasPrefix(src, "~")
+}
+
+// splitRepo splits org/name[@rev].
+func splitRepo(src string) (repo, rev string, err error) {
+	repo, rev, _ = strings.Cut(src, "@")
+	parts := strings.Split(repo, "/")
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return "", "", inputErr("SOURCE %q is neither an existing directory nor a Hugging Face repository org/name[@revision]", src)
+	}
+	return repo, rev, nil
+}
+
+// resolveLocal hashes the model files of a local directory.
+func resolveLocal(c *Cache, dir string) (*resolved, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, inputErr("SOURCE %s: %v", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, inputErr("SOURCE %s is a file: prep takes a checkpoint directory or a Hub repository", dir)
+	}
+	names, err := listFiles(dir)
+	if err != nil {
+		return nil, inputErr("SOURCE %s: %v", dir, err)
+	}
+	var files []FileEntry
+	for _, n := range names {
+		if !isModelFile(n) {
+			continue
+		}
+		sum, size, err := c.FileSHA256(filepath.Join(dir, filepath.FromSlash(n)))
+		if err != nil {
+			return nil, inputErr("SOURCE %s: %v", dir, err)
+		}
+		files = append(files, FileEntry{Path: n, Size: size, SHA256: sum})
+	}
+	if len(files) == 0 {
+		return nil, inputErr("SOURCE %s holds no model files (config.json, *.safetensors, tokenizer.json…)", dir)
+	}
+	tree := TreeDigest(files)
+	abs, _ := filepath.Abs(dir)
+	return &resolved{
+		Dir:    dir,
+		Key:    "local:" + tree,
+		Source: Source{Dir: filepath.Base(abs), TreeSHA256: tree},
+	}, nil
+}
+
+// resolveHub pulls repo@rev into the Hugging Face cache (a second pull
+// downloads nothing; an interrupted one resumes) and names it by commit.
+func resolveHub(ctx context.Context, cfg hub.Config, src string, rep *Reporter) (*resolved, error) {
+	repo, rev, err := splitRepo(src)
+	if err != nil {
+		return nil, err
+	}
+	client, err := hub.NewClient(cfg)
+	if err != nil {
+		return nil, &Error{Step: "pull", Err: err}
+	}
+	start := time.Now()
+	rep.Emit(Event{Event: "start", Step: "pull", Message: repo})
+	// Hub events are per file and arrive from several goroutines: sum them
+	// into one progress figure for the step.
+	var mu sync.Mutex
+	var total, sum int64
+	perFile := map[string]int64{}
+	snap, err := client.Snapshot(ctx, repo, rev, hub.SnapshotOptions{
+		Include: modelFiles, // fnmatch: * also matches /, so subdirectories too
+		OnEvent: func(e hub.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch e.Event {
+			case hub.EventStart:
+				total = e.Total
+			case hub.EventFileStart, hub.EventProgress, hub.EventFileDone:
+				sum += e.Bytes - perFile[e.File]
+				perFile[e.File] = e.Bytes
+				rep.Progress("pull", sum, total, "bytes")
+			case hub.EventRetry, hub.EventWarning:
+				rep.Emit(Event{Event: "log", Step: "pull", Message: e.File + ": " + e.Message})
+			}
+		},
+	})
+	if err != nil {
+		err = &Error{Step: "pull", Err: err}
+		rep.Emit(Event{Event: "error", Step: "pull", Error: err.Error(), ExitCode: exitCode(err)})
+		return nil, err
+	}
+	if snap.Downloaded() == 0 {
+		rep.Emit(Event{Event: "skip", Step: "pull", Key: snap.Commit, Reason: "in the Hugging Face cache", DurationMS: time.Since(start).Milliseconds()})
+	} else {
+		rep.Emit(Event{Event: "done", Step: "pull", Key: snap.Commit, DurationMS: time.Since(start).Milliseconds()})
+	}
+	if len(snap.Files) == 0 {
+		return nil, inputErr("%s@%s has no model files (config.json, *.safetensors, tokenizer.json…)", repo, snap.Commit)
+	}
+	return &resolved{
+		Dir:    snap.Dir,
+		Key:    "hub:" + repo + "@" + snap.Commit,
+		Source: Source{Repo: repo, Revision: snap.Revision, Commit: snap.Commit},
+	}, nil
+}
+
+// importStep copies the model files into the cache, so that later steps
+// (and OUT/) never share inodes with files the user may edit in place.
+// Hub blobs are immutable and are hard-linked instead.
+func importStep(src *resolved, local bool) Step {
+	return Step{
+		Name:    "import",
+		Version: 1,
+		Run: func(ctx context.Context, sc *StepContext) error {
+			names, err := listFiles(src.Dir)
+			if err != nil {
+				return inputErr("%v", err)
+			}
+			if err := os.MkdirAll(sc.Out, 0o755); err != nil {
+				return err
+			}
+			n := 0
+			for _, name := range names {
+				if !isModelFile(name) {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				from, to := filepath.Join(src.Dir, filepath.FromSlash(name)), filepath.Join(sc.Out, filepath.FromSlash(name))
+				if local {
+					err = copyFile(from, to)
+				} else {
+					err = linkOrCopy(from, to)
+				}
+				if err != nil {
+					return err
+				}
+				n++
+			}
+			if n == 0 {
+				return errors.New("no model files to import")
+			}
+			sc.Logf("imported %d files", n)
+			return nil
+		},
+	}
+}
+
+func fmtSource(s Source) string {
+	if s.Repo != "" {
+		return fmt.Sprintf("%s@%s", s.Repo, s.Commit)
+	}
+	return s.Dir
+}

@@ -1,0 +1,476 @@
+package pulsar2
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/format/safetensors"
+	"github.com/edgectl/edgectl/internal/atomicfile"
+)
+
+// BuildOptions configure one compiler run. Zero values pick the defaults.
+type BuildOptions struct {
+	ModelDir string // Hugging Face checkpoint directory
+	OutDir   string // must not exist; created atomically
+
+	Chip    string // AX650 (default; also for AX8850), AX620E, LAMBERT
+	Image   string // e.g. pulsar2:5.2; default: the newest local pulsar2:<version>
+	Runtime string // docker or podman; default: whichever is on PATH, docker first
+	Builder string // llm_build or llm_build2; default: from `pulsar2 version`
+
+	KVCacheLen int    // 128·k−1; default: config.json kv_cache_len, else 2047
+	PrefillLen int    // prefill chunk; default 128
+	MaxPrefill int    // largest prefill group (multiple of PrefillLen); default (kv+1)/2
+	Parallel   int    // compiler threads; default min(8, CPUs)
+	WeightType string // -w; default s4 for GPTQ/AWQ int4, else s8
+	CheckLevel int    // -c: 0 none, 1 layer check, 2 "1+1"
+
+	Shim ShimOptions // hooks to mount; --chip LAMBERT turns on AliasLambert
+
+	ModelName     string // axllm model_name; default: the repo id or directory name
+	TokenizerType string // axllm tokenizer_type; default: from model_type
+	SystemPrompt  string
+
+	DryRun bool
+	// Log receives the compiler's log, line by line, and edgectl's notes.
+	Log io.Writer
+	// Progress, if set, returns a writer that tracks a byte copy of total
+	// bytes (the command layer passes cli.IO.Bar).
+	Progress func(total int64, desc string) io.Writer
+}
+
+// minCosSim is the similarity below which pulsar2's own check (-c 1) is
+// reported as a warning.
+const minCosSim = 0.98
+
+// BuildResult describes a finished (or dry) build.
+type BuildResult struct {
+	OutDir        string       `json:"out_dir"`
+	DryRun        bool         `json:"dry_run,omitempty"`
+	Runtime       string       `json:"runtime"`
+	Image         string       `json:"image"`
+	PulsarVersion string       `json:"pulsar2_version,omitempty"`
+	Builder       string       `json:"builder"`
+	Command       []string     `json:"command"` // the full container command line
+	Chip          string       `json:"chip"`
+	KVCacheLen    int          `json:"kv_cache_len"`
+	PrefillLen    int          `json:"prefill_len"`
+	PrefillGroups []int        `json:"prefill_groups,omitempty"`
+	WeightType    string       `json:"weight_type"`
+	Shim          []string     `json:"shim,omitempty"`
+	Markers       []string     `json:"markers,omitempty"`  // success markers seen in the log
+	ShimLog       []string     `json:"shim_log,omitempty"` // lines the shim printed
+	Layout        *Layout      `json:"layout,omitempty"`   // what pulsar2 wrote
+	Config        *AxllmConfig `json:"axllm_config,omitempty"`
+	Tokenizer     string       `json:"tokenizer,omitempty"` // url_tokenizer_model
+	Warnings      []string     `json:"warnings,omitempty"`
+	Duration      float64      `json:"duration_seconds,omitempty"`
+}
+
+// Build compiles opts.ModelDir with pulsar2 in its container and leaves an
+// axllm-loadable directory at opts.OutDir. Errors are *BuildError (with
+// ExitCode) for everything the build can explain.
+func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
+	start := time.Now()
+	logw := opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	p, err := preparePlan(opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range p.notes {
+		fmt.Fprintf(logw, "edgectl: %s\n", n)
+	}
+	for _, w := range p.warnings {
+		fmt.Fprintf(logw, "edgectl: warning: %s\n", w)
+	}
+	if opts.OutDir == "" {
+		return nil, inputErr("no output directory given", "pass -o OUT")
+	}
+	outAbs, err := filepath.Abs(opts.OutDir)
+	if err != nil {
+		return nil, inputErr(err.Error(), "")
+	}
+	if _, err := os.Lstat(outAbs); err == nil {
+		return nil, inputErr(fmt.Sprintf("%s already exists", opts.OutDir), "choose another -o or remove it")
+	}
+	rt, err := resolveRuntime(opts.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	image := opts.Image
+	if image == "" {
+		if image, err = localImage(ctx, rt); err != nil {
+			return nil, err
+		}
+	}
+	res := &BuildResult{OutDir: outAbs, DryRun: opts.DryRun, Runtime: rt, Image: image, Chip: p.chip,
+		KVCacheLen: p.kv, PrefillLen: p.prefill, PrefillGroups: p.groups, WeightType: p.weightType,
+		Shim: p.shim.Hooks(), Warnings: p.warnings}
+	res.Builder = opts.Builder
+	if res.Builder == "" {
+		if res.PulsarVersion, err = probeVersion(ctx, rt, image); err != nil {
+			return nil, err
+		}
+		res.Builder = BuilderFor(res.PulsarVersion)
+		fmt.Fprintf(logw, "edgectl: %s has pulsar2 %s: using %s\n", image, res.PulsarVersion, res.Builder)
+	} else if res.Builder != BuilderLLMBuild && res.Builder != BuilderLLMBuild2 {
+		return nil, inputErr(fmt.Sprintf("--builder %q", opts.Builder), "use llm_build (Pulsar2 ≤ 5) or llm_build2 (6.0+)")
+	}
+	name := "edgectl-pulsar2-" + randHex(6)
+
+	if opts.DryRun {
+		shimHost := ""
+		if p.shim.Any() {
+			// The real run writes the shim to a fresh temporary directory.
+			shimHost = filepath.Join(filepath.Dir(outAbs), "."+filepath.Base(outAbs)+".shim-XXXXXX")
+		}
+		res.Command = append([]string{rt}, p.containerArgs(rt, image, name, res.Builder, outAbs, shimHost)...)
+		return res, nil
+	}
+
+	out, err := atomicfile.CreateDir(outAbs)
+	if err != nil {
+		return nil, inputErr(err.Error(), "")
+	}
+	defer out.Abort()
+	shimHost := ""
+	if p.shim.Any() {
+		// Beside the output, not in /tmp: a runtime that can mount the
+		// output can mount this (snap-confined docker has its own /tmp).
+		shimHost, err = os.MkdirTemp(filepath.Dir(outAbs), "."+filepath.Base(outAbs)+".shim-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(shimHost)
+		if _, err := WriteShim(shimHost, p.shim); err != nil {
+			return nil, err
+		}
+	}
+	args := p.containerArgs(rt, image, name, res.Builder, out.Path, shimHost)
+	res.Command = append([]string{rt}, args...)
+	fmt.Fprintf(logw, "edgectl: %s\n", ShellQuote(res.Command))
+
+	sc, runErr := runContainer(ctx, rt, name, args, logw)
+	res.Markers, res.ShimLog = sc.markers, sc.shim
+	if err := judgeRun(sc, runErr, res.Builder, image); err != nil {
+		return res, err
+	}
+	if sc.cosLine != "" && sc.minCos < minCosSim {
+		w := fmt.Sprintf("pulsar2's check found a layer with cos_sim %.4f < %.2f (%s): the compiled model may be wrong; try -w s8 or bf16 weights", sc.minCos, minCosSim, strings.TrimSpace(sc.cosLine))
+		res.Warnings = append(res.Warnings, w)
+		fmt.Fprintf(logw, "edgectl: warning: %s\n", w)
+	}
+	if err := p.finish(out.Path, res, opts); err != nil {
+		return res, err
+	}
+	if err := out.Commit(); err != nil {
+		return res, err
+	}
+	res.Duration = time.Since(start).Seconds()
+	return res, nil
+}
+
+func resolveRuntime(want string) (string, error) {
+	cands := []string{"docker", "podman"}
+	if want != "" {
+		if want != "docker" && want != "podman" {
+			return "", inputErr(fmt.Sprintf("--runtime %q", want), "use docker or podman")
+		}
+		cands = []string{want}
+	}
+	for _, c := range cands {
+		if _, err := exec.LookPath(c); err == nil {
+			return c, nil
+		}
+	}
+	return "", &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("no container runtime: %s not found on PATH", strings.Join(cands, " or ")),
+		Fix: "install Docker or Podman; pulsar2 ships only as a container image"}
+}
+
+var imageMissing = []string{"Unable to find image", "No such image", "pull access denied", "manifest unknown", "image not known", "repository does not exist"}
+
+func imageErr(image, out string) *BuildError {
+	return &BuildError{Kind: FailImage, Msg: fmt.Sprintf("image %s is not available (%s)", image, firstLines(out, 2)),
+		Fix: "load it with `docker load -i ax_pulsar2_${VER}.tar.gz` (huggingface.co/AXERA-TECH/Pulsar2) and pass --image pulsar2:${VER}"}
+}
+
+// localImage picks the newest pulsar2:<version> the runtime has.
+func localImage(ctx context.Context, rt string) (string, error) {
+	out, err := exec.CommandContext(ctx, rt, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}").CombinedOutput()
+	if err != nil {
+		return "", &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("`%s image ls` failed: %s", rt, firstLines(string(out), 2)),
+			Fix: "check that the " + rt + " daemon runs and you may use it (docker group or sudo)"}
+	}
+	img := newestImage(string(out))
+	if img == "" {
+		return "", &BuildError{Kind: FailImage, Msg: "no pulsar2:<version> image found locally",
+			Fix: "load it with `docker load -i ax_pulsar2_${VER}.tar.gz` (huggingface.co/AXERA-TECH/Pulsar2), or pass --image"}
+	}
+	return img, nil
+}
+
+// probeVersion runs `pulsar2 version` in the image.
+func probeVersion(ctx context.Context, rt, image string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, rt, "run", "--rm", image, "pulsar2", "version").CombinedOutput()
+	s := string(out)
+	for _, m := range imageMissing {
+		if strings.Contains(s, m) {
+			return "", imageErr(image, s)
+		}
+	}
+	if err != nil {
+		return "", &BuildError{Kind: FailImage, Msg: fmt.Sprintf("`pulsar2 version` failed in %s: %v: %s", image, err, firstLines(s, 3)),
+			Fix: "check the image is a pulsar2 image, or pass --builder to skip the version probe"}
+	}
+	v, err := ParseVersion(s)
+	if err != nil {
+		return "", &BuildError{Kind: FailImage, Msg: err.Error(), Fix: "pass --builder llm_build or llm_build2"}
+	}
+	return v, nil
+}
+
+// runContainer runs the compiler, streaming its merged stdout/stderr to
+// logw and through the scanner. Cancelling ctx kills the container by name
+// (killing the CLI alone would leave it running).
+func runContainer(ctx context.Context, rt, name string, args []string, logw io.Writer) (*logScanner, error) {
+	sc := &logScanner{}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return sc, err
+	}
+	cmd := exec.CommandContext(ctx, rt, args...)
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.Cancel = func() error {
+		kctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		exec.CommandContext(kctx, rt, "kill", name).Run()
+		return cmd.Process.Signal(syscall.SIGTERM)
+	}
+	cmd.WaitDelay = 30 * time.Second
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return sc, &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("start %s: %v", rt, err), Fix: "check the container runtime works: `" + rt + " info`"}
+	}
+	pw.Close()
+	lines := newLineScanner(pr)
+	for lines.Scan() {
+		line := lines.Text()
+		sc.add(line)
+		fmt.Fprintln(logw, line)
+	}
+	pr.Close()
+	err = cmd.Wait()
+	if ctx.Err() != nil {
+		return sc, ctx.Err()
+	}
+	return sc, err
+}
+
+// judgeRun turns the exit status and the log into a verdict.
+func judgeRun(sc *logScanner, runErr error, builder, image string) error {
+	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
+		return runErr
+	}
+	if be, ok := runErr.(*BuildError); ok {
+		return be
+	}
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(runErr, &ee) {
+		code = ee.ExitCode()
+		if code == -1 { // killed by a signal
+			code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
+		}
+	} else if runErr != nil {
+		return &BuildError{Kind: FailRuntime, Msg: runErr.Error(), Tail: sc.tail}
+	}
+	if code == 0 && (sc.failure == nil || sc.has("build")) {
+		return nil
+	}
+	mk := func(kind, msg, fix, line string) *BuildError {
+		return &BuildError{Kind: kind, Msg: msg, Fix: fix, Line: line, Tail: sc.tail}
+	}
+	if sc.failure != nil {
+		f := sc.failure
+		return mk(f.kind, fmt.Sprintf("pulsar2 %s failed: %s", builder, f.msg), f.fix, sc.failLine)
+	}
+	if code == 137 {
+		// docker reports an OOM-killed container as exit 137 (SIGKILL).
+		return mk(FailOOM, fmt.Sprintf("pulsar2 %s was killed (exit 137): out of memory", builder),
+			"give the container more RAM (32 GB for 0.6B-1.7B models, more for larger ones; ax-llm#62), add swap, or lower --parallel", "")
+	}
+	for _, m := range imageMissing {
+		for _, l := range sc.tail {
+			if strings.Contains(l, m) {
+				return imageErr(image, l)
+			}
+		}
+	}
+	if code == 125 || code == 126 || code == 127 {
+		return mk(FailRuntime, fmt.Sprintf("the container did not start (exit %d)", code), "run the printed command by hand to see why", sc.lastErr)
+	}
+	return mk(FailCompiler, fmt.Sprintf("pulsar2 %s failed (exit %d)", builder, code),
+		"see the log above; `edgectl doctor MODEL_DIR` lists checkpoint faults the compiler trips on", sc.lastErr)
+}
+
+// finish turns pulsar2's output into an axllm directory and verifies it.
+func (p *plan) finish(dir string, res *BuildResult, opts BuildOptions) error {
+	logw := opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	lay, err := DiscoverLayout(dir)
+	if err != nil {
+		return &BuildError{Kind: FailOutput, Msg: "pulsar2 reported no error but its output is incomplete: " + err.Error(),
+			Fix: "check the log for the step that stopped; a tokens_embed_size mismatch fails silently (ax-llm#62)"}
+	}
+	res.Layout = lay
+	if lay.Layers != p.text.NumHiddenLayers {
+		return &BuildError{Kind: FailOutput, Msg: fmt.Sprintf("pulsar2 wrote %d layer files (%s) but the model has %d layers", lay.Layers, lay.Template, p.text.NumHiddenLayers),
+			Fix: "rebuild; if it repeats, report the log"}
+	}
+	// Temporaries of the Python embedding pipeline, if the image made them.
+	os.Remove(filepath.Join(dir, "model.embed_tokens.weight.float32.bin"))
+	os.Remove(filepath.Join(dir, "model.embed_tokens.weight.npy"))
+
+	ck, err := safetensors.OpenCheckpoint(p.modelDir)
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	ef, et, err := FindEmbedding(ck, p.text.Tied())
+	if err != nil {
+		return err
+	}
+	var prog io.Writer
+	if opts.Progress != nil {
+		prog = opts.Progress(embedFileSize(p.vocab, p.hidden), "embedding")
+	}
+	fmt.Fprintf(logw, "edgectl: writing %s (%s %v → bf16)\n", EmbedFileName, et.DType, et.Shape)
+	if err := WriteEmbedding(ef, et, filepath.Join(dir, EmbedFileName), prog); err != nil {
+		return err
+	}
+
+	if _, err := copyTokenizer(p.modelDir, filepath.Join(dir, TokenizerDir)); err != nil {
+		return inputErr(err.Error(), "")
+	}
+	gen, err := hfconfig.LoadGeneration(p.modelDir)
+	if err != nil {
+		return inputErr(err.Error(), "")
+	}
+	tok, warn, err := p.writeTokenizerTxt(dir, lay, gen)
+	if err != nil {
+		return err
+	}
+	if warn != "" {
+		res.Warnings = append(res.Warnings, warn)
+		fmt.Fprintf(logw, "edgectl: warning: %s\n", warn)
+	}
+	res.Tokenizer = tok
+
+	post := postConfigFrom(gen)
+	if err := writeJSON(filepath.Join(dir, PostConfigName), &post); err != nil {
+		return err
+	}
+	cfg := &AxllmConfig{
+		ModelName: p.modelName, TokenizerType: p.tokType, URLTokenizerModel: tok,
+		TemplateFilenameAxmodel: lay.Template, AxmodelNum: lay.Layers, FilenamePostAxmodel: lay.Post,
+		FilenameTokensEmbed: EmbedFileName, TokensEmbedNum: p.vocab, TokensEmbedSize: p.hidden,
+		SystemPrompt: opts.SystemPrompt, PostConfigPath: PostConfigName,
+		Bos: p.bos(), Eos: boolp(false), UseMmapLoadEmbed: boolp(true),
+	}
+	if sw := p.text.SlidingWindow; sw != nil && *sw > 0 {
+		cfg.SlidingWindow = *sw
+	}
+	if err := writeJSON(filepath.Join(dir, AxllmConfigName), cfg); err != nil {
+		return err
+	}
+	info := BuildInfo{Tool: "edgectl pulsar2 build", PulsarVersion: res.PulsarVersion, Image: res.Image, Builder: res.Builder,
+		Chip: p.chip, KVCacheLen: p.kv, PrefillLen: p.prefill, PrefillGroups: p.groups, WeightType: p.weightType,
+		Shim: p.shim.Hooks(), Source: p.modelName}
+	if err := writeJSON(filepath.Join(dir, BuildInfoName), &info); err != nil {
+		return err
+	}
+	c, err := VerifyOutput(dir)
+	if err != nil {
+		return &BuildError{Kind: FailOutput, Msg: err.Error(), Fix: "rebuild; if it repeats, report the log"}
+	}
+	res.Config = c
+	return nil
+}
+
+// writeTokenizerTxt provides url_tokenizer_model: a *_tokenizer.txt the
+// model directory already has, else one exported from tokenizer.json.
+func (p *plan) writeTokenizerTxt(dir string, lay *Layout, gen *hfconfig.GenerationConfig) (name, warning string, err error) {
+	matches, _ := filepath.Glob(filepath.Join(p.modelDir, "*tokenizer*.txt"))
+	for _, m := range matches {
+		if isTokenizerTxt(m) {
+			name = filepath.Base(m)
+			return name, "", copyFile(m, filepath.Join(dir, name))
+		}
+	}
+	name = strings.ToLower(p.cfg.ModelType)
+	if name == "" {
+		name = lay.Prefix
+	}
+	name += "_tokenizer.txt"
+	stops := []int(gen.EosTokenID)
+	if len(stops) == 0 {
+		stops = []int(p.text.EosTokenID)
+	}
+	tj := filepath.Join(p.modelDir, "tokenizer.json")
+	if _, err := os.Stat(tj); err != nil {
+		return TokenizerDir + "/tokenizer.model", "no tokenizer.json to export an axllm tokenizer file from; url_tokenizer_model points at tokenizer/tokenizer.model, which axllm may not read: put the model's *_tokenizer.txt from AXERA's model repos into OUT", nil
+	}
+	if err := WriteTokenizerTxt(tj, filepath.Join(dir, name), stops); err != nil {
+		return "", "", inputErr(err.Error(), "put an axllm *_tokenizer.txt (from AXERA's model repos) in the model directory")
+	}
+	return name, "", nil
+}
+
+// bos: the tokenizer's add_bos_token, else false for the Qwen and SmolLM
+// families (no BOS in their templates) and true otherwise (axllm's default).
+func (p *plan) bos() *bool {
+	if b := readAddBos(p.modelDir); b != nil {
+		return b
+	}
+	return boolp(!strings.HasPrefix(p.tokType, "Qwen") && p.tokType != "SmolLM2")
+}
+
+func boolp(b bool) *bool { return &b }
+
+func writeJSON(path string, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "    ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

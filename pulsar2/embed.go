@@ -1,0 +1,137 @@
+package pulsar2
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/edgectl/edgectl/format/half"
+	"github.com/edgectl/edgectl/format/safetensors"
+	"github.com/edgectl/edgectl/internal/atomicfile"
+)
+
+// EmbedFileName is the runtime's embedding file (axera.md §5).
+const EmbedFileName = "model.embed_tokens.weight.bfloat16.bin"
+
+// embedTensorNames are the names ax-llm-build's extract_embed.py looks for,
+// plus the newer transformers spelling for multimodal wrappers.
+var embedTensorNames = []string{
+	"model.embed_tokens.weight",
+	"llm.model.embed_tokens.weight",
+	"language_model.model.embed_tokens.weight",
+	"model.language_model.embed_tokens.weight",
+}
+
+// FindEmbedding returns the checkpoint's token embedding: its file and
+// header entry, checked to be a 2-D float matrix. With tied set (the LM head
+// shares the embedding), lm_head.weight stands in when a checkpoint stores
+// the shared matrix only under that name.
+func FindEmbedding(ck *safetensors.Checkpoint, tied bool) (*safetensors.File, safetensors.Tensor, error) {
+	names := embedTensorNames
+	if tied {
+		names = append(names[:len(names):len(names)], "lm_head.weight")
+	}
+	for _, name := range names {
+		f, t, ok := ck.Lookup(name)
+		if !ok {
+			continue
+		}
+		if len(t.Shape) != 2 {
+			return nil, t, fmt.Errorf("%s: tensor %q has shape %v, want [vocab, hidden]", f.Path, name, t.Shape)
+		}
+		switch t.DType {
+		case safetensors.BF16, safetensors.F16, safetensors.F32:
+		default:
+			return nil, t, fmt.Errorf("%s: tensor %q is %s; the embedding must be BF16, F16 or F32 (dequantize it first)", f.Path, name, t.DType)
+		}
+		return f, t, nil
+	}
+	return nil, safetensors.Tensor{}, fmt.Errorf("%s: no token embedding (looked for %v)", ck.Dir, embedTensorNames)
+}
+
+// embedChunkRows bounds the rows converted per step: memory stays at one
+// chunk whatever the vocabulary.
+const embedChunkBytes = 4 << 20
+
+// WriteEmbedding writes tensor t of f as raw little-endian bf16 to path
+// (atomically). BF16 data is copied as stored (copy_file_range where the
+// kernel can); F16 and F32 are converted row chunk by row chunk with
+// round-to-nearest-even. progress, if not nil, receives the bytes written.
+func WriteEmbedding(f *safetensors.File, t safetensors.Tensor, path string, progress io.Writer) error {
+	out, err := atomicfile.Create(path, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	var w io.Writer = out.File
+	if progress != nil {
+		w = io.MultiWriter(out.File, progress)
+	}
+	if t.DType == safetensors.BF16 {
+		if progress == nil {
+			err = f.CopyTensor(t)(out.File) // *os.File to *os.File: copy_file_range
+		} else {
+			_, err = io.Copy(w, f.Reader(t))
+		}
+		if err != nil {
+			return fmt.Errorf("%s: copy tensor %q: %w", f.Path, t.Name, err)
+		}
+		return out.Commit()
+	}
+	if err := convertToBF16(w, f, t); err != nil {
+		return err
+	}
+	return out.Commit()
+}
+
+func convertToBF16(w io.Writer, f *safetensors.File, t safetensors.Tensor) error {
+	cols := t.Shape[1]
+	rowBytes := t.DType.ByteSize(cols)
+	rows := t.Shape[0]
+	chunkRows := max(int64(1), embedChunkBytes/max(rowBytes, 1))
+	src := make([]byte, chunkRows*rowBytes)
+	var vals []float32
+	if t.DType != safetensors.F32 {
+		vals = make([]float32, chunkRows*cols)
+	}
+	dst := make([]byte, chunkRows*cols*2)
+	r := f.Reader(t)
+	for row := int64(0); row < rows; row += chunkRows {
+		n := min(chunkRows, rows-row)
+		s := src[:n*rowBytes]
+		if _, err := r.ReadAt(s, row*rowBytes); err != nil && err != io.EOF {
+			return fmt.Errorf("%s: tensor %q: read at byte %d: %w", f.Path, t.Name, f.DataStart()+t.Begin+row*rowBytes, err)
+		}
+		d := dst[:n*cols*2]
+		if t.DType == safetensors.F32 {
+			// One pass, no float32 staging: F32 bits straight to BF16.
+			for i := range n * cols {
+				f := math.Float32frombits(binary.LittleEndian.Uint32(s[4*i:]))
+				binary.LittleEndian.PutUint16(d[2*i:], half.F32ToBF16(f))
+			}
+		} else {
+			v := vals[:n*cols]
+			if err := safetensors.DecodeFloat32(v, t.DType, s); err != nil {
+				return fmt.Errorf("%s: tensor %q: %w", f.Path, t.Name, err)
+			}
+			half.EncodeBF16(d, v)
+		}
+		if _, err := w.Write(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// embedFileSize is the size the runtime expects: vocab × hidden × 2.
+func embedFileSize(vocab, hidden int) int64 { return int64(vocab) * int64(hidden) * 2 }
+
+func fileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}

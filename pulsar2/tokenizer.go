@@ -1,0 +1,200 @@
+package pulsar2
+
+import (
+	"bufio"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/format/tokjson"
+	"github.com/edgectl/edgectl/internal/atomicfile"
+)
+
+// tokenizerFiles are copied into OUT/tokenizer/ with the HF config.json and
+// generation_config.json: axllm reads sliding_window/layer_types from
+// <dir>/*tokenizer*/config.json, and the serve lane renders chat templates
+// from these files.
+var tokenizerFiles = []string{
+	"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+	"vocab.json", "merges.txt", "tokenizer.model", "chat_template.jinja", "chat_template.json",
+	"config.json", "generation_config.json",
+}
+
+// copyTokenizer copies the tokenizer files present in modelDir to dst and
+// returns their names. tokenizer.json or tokenizer.model is required.
+func copyTokenizer(modelDir, dst string) ([]string, error) {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return nil, err
+	}
+	var copied []string
+	for _, name := range tokenizerFiles {
+		src := filepath.Join(modelDir, name)
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		if err := copyFile(src, filepath.Join(dst, name)); err != nil {
+			return copied, err
+		}
+		copied = append(copied, name)
+	}
+	has := func(n string) bool {
+		for _, c := range copied {
+			if c == n {
+				return true
+			}
+		}
+		return false
+	}
+	if !has("tokenizer.json") && !has("tokenizer.model") && !has("vocab.json") {
+		return copied, fmt.Errorf("%s: no tokenizer (tokenizer.json, tokenizer.model or vocab.json): pull the full repository", modelDir)
+	}
+	return copied, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src) // follows HF cache symlinks
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := atomicfile.Create(dst, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	if _, err := io.Copy(out.File, in); err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	return out.Commit()
+}
+
+// tokenizerType maps a checkpoint to ax-llm's tokenizer_type (axera.md §8).
+func tokenizerType(cfg *hfconfig.Config, modelName string) (string, error) {
+	mt := strings.ToLower(cfg.ModelType)
+	text := strings.ToLower(cfg.Text().ModelType)
+	name := strings.ToLower(modelName)
+	switch {
+	case strings.HasPrefix(mt, "qwen3_vl") || strings.HasPrefix(mt, "qwen3vl"):
+		return "Qwen3VL", nil
+	case strings.HasPrefix(mt, "qwen3") || strings.HasPrefix(text, "qwen3"):
+		return "Qwen3", nil
+	case strings.HasPrefix(mt, "qwen2") || strings.HasPrefix(text, "qwen2"):
+		return "Qwen2_5", nil
+	case strings.Contains(name, "smollm"):
+		return "SmolLM2", nil
+	case mt == "llama" || text == "llama":
+		return "LLaMA", nil
+	}
+	return "", inputErr(fmt.Sprintf("no ax-llm tokenizer_type known for model_type %q", cfg.ModelType),
+		"pass --tokenizer-type (Qwen3, Qwen2_5, Qwen3VL, Gemma4VL, SmolLM2, LLaMA)")
+}
+
+// tokenizerTxtMagic starts the tokenizer file axllm reads (the MNN-LLM
+// format: "430 <type>"; type 1 is tiktoken-style byte-level BPE).
+const tokenizerTxtMagic = "430 "
+
+// isTokenizerTxt reports whether path is an axllm tokenizer file.
+func isTokenizerTxt(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, len(tokenizerTxtMagic))
+	_, err = io.ReadFull(f, b)
+	return err == nil && string(b) == tokenizerTxtMagic
+}
+
+// WriteTokenizerTxt writes the axllm tokenizer file (url_tokenizer_model)
+// for a byte-level BPE tokenizer.json: "430 1", the counts of special, stop
+// and prefix ids, the ids, then one base64 line per token id with the
+// token's bytes. Gaps in the id space are written as empty tokens.
+func WriteTokenizerTxt(tokenizerJSONPath, dst string, stopIDs []int) error {
+	tj, err := tokjson.Load(tokenizerJSONPath)
+	if err != nil {
+		return err
+	}
+	if tj.Model.Type != "BPE" || len(tj.Model.Vocab) == 0 {
+		return fmt.Errorf("%s: model type %q; the axllm tokenizer export handles byte-level BPE only: supply a *_tokenizer.txt in the model directory", tokenizerJSONPath, tj.Model.Type)
+	}
+	added := map[int]bool{}
+	var special []int
+	for _, a := range tj.AddedTokens {
+		if a.ID >= 0 && !added[a.ID] {
+			added[a.ID] = true
+			special = append(special, a.ID)
+		}
+	}
+	sort.Ints(special)
+	toks := tj.Tokens()
+	out, err := atomicfile.Create(dst, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	w := bufio.NewWriterSize(out.File, 1<<20)
+	fmt.Fprintf(w, "%s1\n%d %d 0\n", tokenizerTxtMagic, len(special), len(stopIDs))
+	for _, id := range append(special, stopIDs...) {
+		w.WriteString(strconv.Itoa(id) + " ")
+	}
+	fmt.Fprintf(w, "\n%d\n", len(toks))
+	for id, tok := range toks {
+		raw := []byte(tok) // added tokens are their literal text
+		if !added[id] {
+			var ok bool
+			if raw, ok = tokjson.ByteLevelDecode(tok); !ok {
+				return fmt.Errorf("%s: token %q (id %d) is not byte-level BPE; supply a *_tokenizer.txt in the model directory", tokenizerJSONPath, tok, id)
+			}
+		}
+		w.WriteString(base64.StdEncoding.EncodeToString(raw))
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return out.Commit()
+}
+
+// postConfigFrom derives post_config.json from the model's own sampling
+// defaults; greedy models (do_sample false) get top-k 1.
+func postConfigFrom(g *hfconfig.GenerationConfig) PostConfig {
+	p := PostConfig{
+		Temperature: 0.7, RepetitionPenalty: 1.0, PenaltyWindow: 30, TopP: 0.8, TopK: 20,
+		EnableTemperature: true, EnableTopKSampling: true, EnableTopPSampling: true,
+	}
+	if g.Temperature != nil && *g.Temperature > 0 {
+		p.Temperature = *g.Temperature
+	}
+	if g.TopP != nil {
+		p.TopP = *g.TopP
+		p.EnableTopPSampling = *g.TopP < 1
+	}
+	if g.TopK != nil {
+		p.TopK = *g.TopK
+		p.EnableTopKSampling = *g.TopK > 0
+	}
+	if g.RepetitionPenalty != nil && *g.RepetitionPenalty != 1 {
+		p.RepetitionPenalty = *g.RepetitionPenalty
+		p.EnableRepetitionPenalty = true
+	}
+	if g.DoSample != nil && !*g.DoSample {
+		p.EnableTemperature, p.EnableTopPSampling = false, false
+		p.EnableTopKSampling, p.TopK = true, 1
+	}
+	return p
+}
+
+// readAddBos is tokenizer_config.json's add_bos_token, nil when unset.
+func readAddBos(modelDir string) *bool {
+	tc, err := tokjson.LoadConfig(modelDir)
+	if err != nil {
+		return nil
+	}
+	return tc.AddBOS
+}

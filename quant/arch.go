@@ -1,0 +1,221 @@
+package quant
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// dims are the decoder dimensions from config.json.
+type dims struct {
+	hidden, inter, layers, heads, kvHeads, headDim, vocab, ctx int
+	eps, theta                                                 float64
+	act                                                        string
+	tied                                                       bool
+}
+
+// layout is the source's tensors by role.
+type layout struct {
+	model  map[string]string   // embedding, final_norm, lm_head → HF name
+	layers []map[string]string // kind → HF name
+}
+
+// loadModel reads the dims and sorts every tensor into a role. Tensors
+// outside the llama/bitnet decoder are an error naming them.
+func (p *packer) loadModel() (*layout, error) {
+	s := p.src
+	if s.cfg == nil {
+		return nil, inputErrorf("%s has no config.json: %s needs the model's dimensions (put config.json beside the weights)", s.dir, p.opts.Format)
+	}
+	c := s.cfg
+	d := dims{hidden: c.HiddenSize, inter: c.IntermediateSize, layers: c.NumHiddenLayers, heads: c.NumAttentionHeads,
+		kvHeads: c.KVHeads(), headDim: c.HeadDimension(), vocab: c.VocabSize, ctx: c.MaxPositionEmbeddings,
+		eps: c.RMSNormEps, theta: c.RopeTheta, act: c.HiddenAct}
+	if d.hidden <= 0 || d.inter <= 0 || d.layers <= 0 || d.heads <= 0 || d.vocab <= 0 {
+		return nil, inputErrorf("%s: config.json lacks hidden_size, intermediate_size, num_hidden_layers, num_attention_heads or vocab_size", s.dir)
+	}
+	if d.eps == 0 {
+		d.eps = 1e-5
+	}
+	if d.theta == 0 {
+		d.theta = 10000
+		if s.arch == "bitnet" {
+			d.theta = 500000
+		}
+	}
+	if d.ctx == 0 {
+		d.ctx = 4096
+	}
+	lay := &layout{model: map[string]string{}, layers: make([]map[string]string, d.layers)}
+	for i := range lay.layers {
+		lay.layers[i] = map[string]string{}
+	}
+	var unknown []string
+	for _, name := range s.names() {
+		r, ok, skip := classify(name)
+		switch {
+		case skip:
+			continue
+		case !ok:
+			unknown = append(unknown, name)
+			continue
+		case r.layer < 0:
+			lay.model[r.kind] = name
+		case r.layer >= d.layers:
+			return nil, inputErrorf("tensor %q is layer %d, but config.json says num_hidden_layers = %d", name, r.layer, d.layers)
+		default:
+			lay.layers[r.layer][r.kind] = name
+		}
+	}
+	nLinear := 0
+	for _, l := range lay.layers {
+		for _, k := range LinearKinds {
+			if _, ok := l[k]; ok {
+				nLinear++
+			}
+		}
+	}
+	if nLinear == 0 {
+		return nil, inputErrorf("%s: no linear weights (model.layers.N.{self_attn,mlp}.*_proj.weight) found: nothing to pack", p.opts.Input)
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		more := ""
+		if len(unknown) > 3 {
+			more = fmt.Sprintf(" and %d more", len(unknown)-3)
+			unknown = unknown[:3]
+		}
+		return nil, inputErrorf("tensor %s%s is not part of a llama/bitnet decoder; quant pack handles llama and bitnet checkpoints", strings.Join(quoteAll(unknown), ", "), more)
+	}
+	for l, m := range lay.layers {
+		for _, k := range append([]string{"input_norm", "post_attn_norm"}, LinearKinds...) {
+			if _, ok := m[k]; !ok {
+				return nil, inputErrorf("layer %d has no %s tensor (model.layers.%d.%s)", l, k, l, hfSuffix(k))
+			}
+		}
+	}
+	// Tied checkpoints saved by transformers' safetensors dedup keep only
+	// lm_head.weight (the __metadata__ records the alias); it is the
+	// embedding.
+	if _, ok := lay.model["embedding"]; !ok && c.Tied() {
+		if head, ok := lay.model["lm_head"]; ok {
+			lay.model["embedding"] = head
+			delete(lay.model, "lm_head")
+		}
+	}
+	for _, k := range []string{"embedding", "final_norm"} {
+		if _, ok := lay.model[k]; !ok {
+			return nil, inputErrorf("%s: tensor %s is missing", p.opts.Input, map[string]string{"embedding": "model.embed_tokens.weight", "final_norm": "model.norm.weight"}[k])
+		}
+	}
+	_, hasHead := lay.model["lm_head"]
+	d.tied = c.Tied() || !hasHead
+	if !d.tied && !hasHead {
+		return nil, inputErrorf("config.json says tie_word_embeddings = false but lm_head.weight is missing")
+	}
+	p.dims = d
+	if s.arch == "" {
+		p.res.Arch = "llama"
+	} else {
+		p.res.Arch = s.arch
+	}
+	return lay, nil
+}
+
+func hfSuffix(kind string) string {
+	for k, v := range layerKinds {
+		if v == kind {
+			return k
+		}
+	}
+	return kind
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = fmt.Sprintf("%q", x)
+	}
+	return out
+}
+
+// expectShape is the [out, in] a projection must have.
+func (d dims) expectShape(kind string) (rows, k int) {
+	switch kind {
+	case "q":
+		return d.heads * d.headDim, d.hidden
+	case "k", "v":
+		return d.kvHeads * d.headDim, d.hidden
+	case "o":
+		return d.hidden, d.heads * d.headDim
+	case "gate", "up":
+		return d.inter, d.hidden
+	case "down":
+		return d.hidden, d.inter
+	}
+	return 0, 0
+}
+
+func (p *packer) checkShape(l *linear, kind string) error {
+	rows, k := p.dims.expectShape(kind)
+	if l.rows != rows || l.k != k {
+		return inputErrorf("tensor %q holds [%d, %d] weights, but config.json implies [%d, %d] for %s", l.name, l.rows, l.k, rows, k, kind)
+	}
+	return nil
+}
+
+// ggufLinearNames maps a projection kind to its GGUF tensor stem.
+var ggufLinearNames = map[string]string{
+	"q": "attn_q", "k": "attn_k", "v": "attn_v", "o": "attn_output",
+	"gate": "ffn_gate", "up": "ffn_up", "down": "ffn_down",
+	"input_norm": "attn_norm", "post_attn_norm": "ffn_norm",
+	"attn_sub_norm": "attn_sub_norm", "ffn_sub_norm": "ffn_sub_norm",
+	"q_bias": "attn_q", "k_bias": "attn_k", "v_bias": "attn_v", "o_bias": "attn_output",
+}
+
+// GGUFName maps an HF llama/bitnet tensor name to its GGUF name
+// (token_embd.weight, blk.N.attn_q.weight, …); ok is false for tensors
+// without a GGUF counterpart.
+func GGUFName(hf string) (string, bool) {
+	r, ok, _ := classify(hf)
+	if !ok {
+		return "", false
+	}
+	switch r.kind {
+	case "embedding":
+		return "token_embd.weight", true
+	case "final_norm":
+		return "output_norm.weight", true
+	case "lm_head":
+		return "output.weight", true
+	}
+	suffix := ".weight"
+	if strings.HasSuffix(r.kind, "_bias") {
+		suffix = ".bias"
+	}
+	return fmt.Sprintf("blk.%d.%s%s", r.layer, ggufLinearNames[r.kind], suffix), true
+}
+
+// PermuteQK is the row order llama.cpp's convert_hf_to_gguf.py gives Q and
+// K of `llama` models: within each head, HF's rotate-half halves
+// (i, i+hd/2) become interleaved pairs (2i, 2i+1), which is what
+// llama.cpp's normal (non-NeoX) RoPE expects. It returns order with
+// order[j] = the HF row stored at GGUF row j. BitNet in llama.cpp uses
+// NeoX RoPE and is not permuted.
+func PermuteQK(rows, heads int) []int {
+	hd := rows / heads
+	order := make([]int, rows)
+	for h := 0; h < heads; h++ {
+		for i := 0; i < hd/2; i++ {
+			for s := 0; s < 2; s++ {
+				order[h*hd+2*i+s] = h*hd + s*hd/2 + i
+			}
+		}
+	}
+	return order
+}
+
+func modelName(input string) string {
+	return filepath.Base(strings.TrimSuffix(filepath.Clean(input), ".safetensors"))
+}

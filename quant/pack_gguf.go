@@ -1,0 +1,282 @@
+package quant
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/edgectl/edgectl/format/gguf"
+	"github.com/edgectl/edgectl/format/half"
+	"github.com/edgectl/edgectl/internal/atomicfile"
+)
+
+// ggufTensor is one planned output tensor and how to produce its bytes.
+type ggufTensor struct {
+	name, hf string
+	typ      gguf.Type
+	ne       []int64
+	write    func(ctx context.Context, w *gguf.Writer) error
+	method   string
+}
+
+// packGGUF writes a llama/bitnet GGUF with TQ1_0/TQ2_0 projections.
+func (p *packer) packGGUF(ctx context.Context) error {
+	lay, err := p.loadModel()
+	if err != nil {
+		return err
+	}
+	arch := p.src.arch
+	if arch == "" {
+		return inputErrorf("%s: config.json architecture %q is not supported for GGUF output (llama, bitnet)", p.src.dir, p.src.cfg.Arch())
+	}
+	d := p.dims
+	qt, ftype := gguf.TypeTQ2_0, gguf.FileTypeTQ2_0
+	quantize := QuantizeRowTQ2_0
+	// embType holds embeddings and the untied output: F16, or F32 for f32.
+	embType := gguf.TypeF16
+	switch p.opts.Format {
+	case FormatTQ1_0:
+		qt, ftype, quantize = gguf.TypeTQ1_0, gguf.FileTypeTQ1_0, QuantizeRowTQ1_0
+	case FormatF16:
+		qt, ftype = gguf.TypeF16, gguf.FileTypeMostlyF16
+	case FormatF32:
+		qt, ftype, embType = gguf.TypeF32, gguf.FileTypeAllF32, gguf.TypeF32
+	}
+	ternary := qt == gguf.TypeTQ1_0 || qt == gguf.TypeTQ2_0
+	if ternary {
+		p.res.Ternarize = p.opts.Ternarize
+	}
+
+	// Plan every tensor first, so format errors (row lengths) surface
+	// before a byte is written.
+	var plan []*ggufTensor
+	addVec := func(gname, hf string) {
+		plan = append(plan, &ggufTensor{name: gname, hf: hf, typ: gguf.TypeF32, write: func(ctx context.Context, w *gguf.Writer) error {
+			v, err := p.src.vector(hf)
+			if err != nil {
+				return err
+			}
+			b := make([]byte, 4*len(v))
+			for i, x := range v {
+				putF32(b[4*i:], x)
+			}
+			_, err = w.Write(b)
+			p.progress(int64(len(v)) * 2)
+			return err
+		}})
+	}
+	addF16 := func(gname, hf string) error {
+		l, err := p.src.linear(hf)
+		if err != nil {
+			return err
+		}
+		if l.packed {
+			return inputErrorf("tensor %q is packed ternary; only projection weights may be", hf)
+		}
+		plan = append(plan, &ggufTensor{name: gname, hf: hf, typ: embType, ne: []int64{int64(l.k), int64(l.rows)},
+			write: func(ctx context.Context, w *gguf.Writer) error { return p.writeFloat(ctx, l, nil, embType, w) }})
+		return nil
+	}
+	if err := addF16("token_embd.weight", lay.model["embedding"]); err != nil {
+		return err
+	}
+	addVec("output_norm.weight", lay.model["final_norm"])
+	switch {
+	case !d.tied && arch == "bitnet":
+		// llama.cpp's bitnet graph has no output tensor (the head is
+		// token_embd) and refuses files with unexpected tensors.
+		p.warn("untied lm_head.weight not written: llama.cpp's bitnet architecture uses token_embd as the LM head and rejects an output.weight")
+	case !d.tied:
+		if err := addF16("output.weight", lay.model["lm_head"]); err != nil {
+			return err
+		}
+	}
+	for _, m := range lay.layers {
+		for _, kind := range []string{"input_norm", "post_attn_norm", "attn_sub_norm", "ffn_sub_norm", "q_bias", "k_bias", "v_bias", "o_bias"} {
+			if hf, ok := m[kind]; ok {
+				gname, _ := GGUFName(hf)
+				addVec(gname, hf)
+			}
+		}
+		for _, kind := range LinearKinds {
+			hf := m[kind]
+			l, err := p.src.linear(hf)
+			if err != nil {
+				return err
+			}
+			if err := p.checkShape(l, kind); err != nil {
+				return err
+			}
+			if ternary && l.k%QK != 0 {
+				return inputErrorf("tensor %q %v: rows of %d weights cannot be %s, which packs blocks of %d along the input dimension (element %d starts a partial block); use --format sherry/halo2/tq1h or gptq-int4",
+					hf, l.fromShape, l.k, qt, QK, l.k-l.k%QK)
+			}
+			var order []int
+			if arch == "llama" && (kind == "q" || kind == "k") {
+				heads := d.heads
+				if kind == "k" {
+					heads = d.kvHeads
+				}
+				order = PermuteQK(l.rows, heads)
+			}
+			gname, _ := GGUFName(hf)
+			t := &ggufTensor{name: gname, hf: hf, typ: qt, ne: []int64{int64(l.k), int64(l.rows)}}
+			t.write = func(ctx context.Context, w *gguf.Writer) error {
+				if !ternary {
+					return p.writeFloat(ctx, l, order, qt, w)
+				}
+				return p.writeTQ(ctx, l, order, quantize, qt, w, t)
+			}
+			plan = append(plan, t)
+		}
+	}
+	// Vectors learn their shape from the header (cheap) to declare ne.
+	for _, t := range plan {
+		if t.ne == nil {
+			_, st, _ := p.src.lookup(t.hf)
+			t.ne = []int64{st.Elements()}
+		}
+	}
+
+	tok, err := p.loadTokenizer(d.vocab)
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		p.warn("%s has no tokenizer.json: the GGUF has no tokenizer.ggml.* metadata and llama.cpp will refuse to load it", p.src.dir)
+	}
+
+	f, err := atomicfile.Create(p.opts.Output, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	w := gguf.NewWriter(f)
+	set := func(k string, v any) {
+		if err == nil {
+			err = w.Set(k, v)
+		}
+	}
+	set("general.architecture", arch)
+	set("general.name", modelName(p.opts.Input))
+	set("general.file_type", ftype)
+	set("general.quantization_version", uint32(2))
+	set("general.alignment", uint32(gguf.DefaultAlignment))
+	set(arch+".vocab_size", uint32(d.vocab))
+	set(arch+".context_length", uint32(d.ctx))
+	set(arch+".embedding_length", uint32(d.hidden))
+	set(arch+".block_count", uint32(d.layers))
+	set(arch+".feed_forward_length", uint32(d.inter))
+	set(arch+".attention.head_count", uint32(d.heads))
+	set(arch+".attention.head_count_kv", uint32(d.kvHeads))
+	set(arch+".attention.layer_norm_rms_epsilon", float32(d.eps))
+	set(arch+".rope.freq_base", float32(d.theta))
+	set(arch+".rope.dimension_count", uint32(d.headDim))
+	if d.headDim*d.heads != d.hidden {
+		set(arch+".attention.key_length", uint32(d.headDim))
+		set(arch+".attention.value_length", uint32(d.headDim))
+	}
+	if arch == "bitnet" {
+		set("bitnet.rope.scaling.type", "linear")
+		set("bitnet.rope.scaling.factor", float32(1))
+	}
+	if d.act == "relu2" {
+		set(arch+".hidden_activation", "relu2")
+		p.warn("%s.hidden_activation = relu2 written; stock llama.cpp builds may ignore it and run the FFN with SiLU (formats.md §3)", arch)
+	}
+	if tok != nil {
+		for _, kv := range tok.ggufKVs() {
+			set(kv[0].(string), kv[1])
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, t := range plan {
+		if err := w.AddTensor(t.name, t.typ, t.ne...); err != nil {
+			return err
+		}
+	}
+	if err := w.WriteHeader(); err != nil {
+		return err
+	}
+	for _, t := range plan {
+		if err := t.write(ctx, w); err != nil {
+			return err
+		}
+		if cur := w.Current(); cur == t.name {
+			return fmt.Errorf("internal: tensor %s was not written in full", t.name)
+		}
+		p.res.Tensors = append(p.res.Tensors, TensorReport{Name: t.name, Source: t.hf, Type: t.typ.String(), Shape: t.ne, Method: t.method})
+	}
+	if err := w.Finish(); err != nil {
+		return err
+	}
+	st, _ := f.Stat()
+	if err := f.Commit(); err != nil {
+		return err
+	}
+	p.res.OutputBytes = st.Size()
+	p.res.Files = []string{p.opts.Output}
+	return nil
+}
+
+// writeTQ quantizes one projection. With --ternarize none the source
+// floats go to the TQ quantizer unchanged (llama-quantize's behaviour);
+// otherwise each row becomes scale·{−1,0,1} first, which TQ stores
+// losslessly up to the fp16 rounding of the scale.
+func (p *packer) writeTQ(ctx context.Context, l *linear, order []int, quantize func([]byte, []float32) error, qt gguf.Type, w *gguf.Writer, t *ggufTensor) error {
+	var pl *plan
+	if p.opts.Ternarize != TernarizeNone {
+		var err error
+		if pl, err = p.scan(ctx, l); err != nil {
+			return err
+		}
+		t.method = pl.describe()
+	} else {
+		t.method = "none (" + qt.String() + " quantizer on the source floats)"
+	}
+	rb := int(qt.RowSize(int64(l.k)))
+	_, err := p.transform(ctx, l, rb, order, func(r int, x []float32, q []int8, dst []byte) (float32, error) {
+		if pl != nil {
+			s := pl.rowCodes(r, x, q)
+			return 0, QuantizeTernaryRow(dst, q, s, qt == gguf.TypeTQ1_0)
+		}
+		return 0, quantize(dst, x)
+	}, func(b []byte) error { _, err := w.Write(b); return err })
+	return err
+}
+
+// writeFloat converts a float matrix to F16 or F32 (embedding, untied
+// output, unquantized projections), rejecting NaN/Inf and values F16
+// cannot hold.
+func (p *packer) writeFloat(ctx context.Context, l *linear, order []int, typ gguf.Type, w *gguf.Writer) error {
+	size := 2
+	if typ == gguf.TypeF32 {
+		size = 4
+	}
+	_, err := p.transform(ctx, l, size*l.k, order, func(r int, x []float32, _ []int8, dst []byte) (float32, error) {
+		for i, v := range x {
+			if !(abs32(v) <= math.MaxFloat32) {
+				return 0, &RowError{i, fmt.Sprintf("value %v is not finite (NaN/Inf); the checkpoint is corrupt", v)}
+			}
+			if size == 2 && abs32(v) > 65504 {
+				return 0, &RowError{i, fmt.Sprintf("value %g overflows F16 (max 65504); use --format f32", v)}
+			}
+		}
+		if size == 2 {
+			half.EncodeF16(dst, x)
+		} else {
+			for i, v := range x {
+				putF32(dst[4*i:], v)
+			}
+		}
+		return 0, nil
+	}, func(b []byte) error { _, err := w.Write(b); return err })
+	return err
+}
+
+func putF32(b []byte, v float32) {
+	u := math.Float32bits(v)
+	b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+}

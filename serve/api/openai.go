@@ -1,0 +1,250 @@
+// Package api holds every wire type edgectl serve speaks or reads: the
+// OpenAI chat/completions surface, Ollama's native API, the telemetry block,
+// and the vendor extensions the upstream lane normalizes. Request types are
+// lenient the way official servers are (unknown keys ignored, null where a
+// field is optional) but strict about types: a string where a number
+// belongs is a 400, never a silent default.
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ChatCompletionRequest is POST /v1/chat/completions.
+type ChatCompletionRequest struct {
+	Model               string         `json:"model"`
+	Messages            []ChatMessage  `json:"messages"`
+	Stream              bool           `json:"stream,omitempty"`
+	StreamOptions       *StreamOptions `json:"stream_options,omitempty"`
+	MaxTokens           *int           `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int           `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	TopP                *float64       `json:"top_p,omitempty"`
+	Seed                *int64         `json:"seed,omitempty"`
+	Stop                StringList     `json:"stop,omitempty"`
+	N                   *int           `json:"n,omitempty"`
+	FrequencyPenalty    *float64       `json:"frequency_penalty,omitempty"`
+	PresencePenalty     *float64       `json:"presence_penalty,omitempty"`
+	// llama.cpp-style extensions many clients send.
+	TopK          *int     `json:"top_k,omitempty"`
+	MinP          *float64 `json:"min_p,omitempty"`
+	RepeatPenalty *float64 `json:"repeat_penalty,omitempty"`
+	// KeepAlive is an extension: Ollama's /v1 lacks it (ollama#9355).
+	KeepAlive *Duration `json:"keep_alive,omitempty"`
+}
+
+// CompletionRequest is POST /v1/completions.
+type CompletionRequest struct {
+	Model         string         `json:"model"`
+	Prompt        StringList     `json:"prompt"`
+	Stream        bool           `json:"stream,omitempty"`
+	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
+	MaxTokens     *int           `json:"max_tokens,omitempty"`
+	Temperature   *float64       `json:"temperature,omitempty"`
+	TopP          *float64       `json:"top_p,omitempty"`
+	TopK          *int           `json:"top_k,omitempty"`
+	MinP          *float64       `json:"min_p,omitempty"`
+	Seed          *int64         `json:"seed,omitempty"`
+	Stop          StringList     `json:"stop,omitempty"`
+	N             *int           `json:"n,omitempty"`
+	RepeatPenalty *float64       `json:"repeat_penalty,omitempty"`
+	KeepAlive     *Duration      `json:"keep_alive,omitempty"`
+}
+
+// StreamOptions asks for the final usage chunk.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage,omitempty"`
+}
+
+// ChatMessage is one OpenAI chat message.
+type ChatMessage struct {
+	Role    string  `json:"role"`
+	Content Content `json:"content"`
+	Name    string  `json:"name,omitempty"`
+}
+
+// Content is a message's content: a string, an array of text parts, or
+// null (an assistant turn that only called tools). It is sent as a string.
+type Content string
+
+// UnmarshalJSON accepts a string, [{"type":"text","text":…}] or null.
+func (c *Content) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		*c = ""
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = Content(s)
+		return nil
+	case len(b) > 0 && b[0] == '[':
+		var parts []struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		}
+		if err := json.Unmarshal(b, &parts); err != nil {
+			return errors.New("content parts must be objects like {\"type\":\"text\",\"text\":\"…\"}")
+		}
+		var sb strings.Builder
+		for i, p := range parts {
+			if p.Type != "text" || p.Text == nil {
+				return fmt.Errorf("content part %d has type %q: only text parts are supported", i, p.Type)
+			}
+			sb.WriteString(*p.Text)
+		}
+		*c = Content(sb.String())
+		return nil
+	}
+	return errors.New("content must be a string, an array of text parts, or null")
+}
+
+// StringList is a string or an array of strings (stop, prompt).
+type StringList []string
+
+// UnmarshalJSON accepts a string, an array of strings, or null.
+func (l *StringList) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		*l = nil
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*l = StringList{s}
+		return nil
+	case len(b) > 0 && b[0] == '[':
+		var a []string
+		if err := json.Unmarshal(b, &a); err != nil {
+			return errors.New("want a string or an array of strings")
+		}
+		*l = a
+		return nil
+	}
+	return errors.New("want a string or an array of strings")
+}
+
+// ChatCompletion is a non-streamed chat answer.
+type ChatCompletion struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"` // chat.completion
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []ChatChoice `json:"choices"`
+	Usage             *Usage       `json:"usage,omitempty"`
+}
+
+// ChatChoice is one answer of a ChatCompletion.
+type ChatChoice struct {
+	Index        int             `json:"index"`
+	Message      ResponseMessage `json:"message"`
+	FinishReason string          `json:"finish_reason"`
+	Logprobs     *struct{}       `json:"logprobs"`
+}
+
+// ResponseMessage is the assistant's message.
+type ResponseMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// ChatCompletionChunk is one SSE event of a streamed chat answer. No field
+// is named "error": openai-go ends a stream on any chunk with that key.
+type ChatCompletionChunk struct {
+	ID                string        `json:"id"`
+	Object            string        `json:"object"` // chat.completion.chunk
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint string        `json:"system_fingerprint"`
+	Choices           []ChunkChoice `json:"choices"` // always an array; empty only in the usage chunk
+	Usage             *Usage        `json:"usage,omitempty"`
+}
+
+// ChunkChoice is a streamed delta.
+type ChunkChoice struct {
+	Index        int       `json:"index"`
+	Delta        Delta     `json:"delta"`
+	FinishReason *string   `json:"finish_reason"`
+	Logprobs     *struct{} `json:"logprobs"`
+}
+
+// Delta is the new part of the message.
+type Delta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+// Completion is a /v1/completions answer (object text_completion); its
+// stream chunks have the same shape.
+type Completion struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	SystemFingerprint string             `json:"system_fingerprint"`
+	Choices           []CompletionChoice `json:"choices"`
+	Usage             *Usage             `json:"usage,omitempty"`
+}
+
+// CompletionChoice is one completion.
+type CompletionChoice struct {
+	Index        int       `json:"index"`
+	Text         string    `json:"text"`
+	FinishReason *string   `json:"finish_reason"`
+	Logprobs     *struct{} `json:"logprobs"`
+}
+
+// Usage counts tokens; Metrics is edgectl's telemetry block.
+type Usage struct {
+	PromptTokens     int      `json:"prompt_tokens"`
+	CompletionTokens int      `json:"completion_tokens"`
+	TotalTokens      int      `json:"total_tokens"`
+	Metrics          *Metrics `json:"metrics,omitempty"`
+}
+
+// ModelList is GET /v1/models.
+type ModelList struct {
+	Object string        `json:"object"` // list
+	Data   []ModelObject `json:"data"`
+}
+
+// ModelObject is one entry of /v1/models.
+type ModelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"` // model
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// ErrorEnvelope is OpenAI's error body.
+type ErrorEnvelope struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody always carries all four keys; param and code may be null.
+type ErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// OpenAI error types by status.
+const (
+	ErrTypeInvalidRequest = "invalid_request_error"
+	ErrTypeAuthentication = "authentication_error"
+	ErrTypeNotFound       = "not_found_error"
+	ErrTypeServer         = "api_error"
+	ErrTypeOverloaded     = "server_overloaded"
+)

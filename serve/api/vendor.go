@@ -1,0 +1,82 @@
+package api
+
+import "encoding/json"
+
+// UpstreamChunk is what the upstream lane reads from an OpenAI-compatible
+// server, streamed or not: the standard fields plus the vendor extensions
+// it normalizes (serving.md §8, §10).
+type UpstreamChunk struct {
+	Choices []struct {
+		Delta *struct {
+			Content *string `json:"content"`
+		} `json:"delta"`
+		Message *struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+		Text         *string `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage   *UpstreamUsage  `json:"usage"`
+	Timings *LlamaTimings   `json:"timings"`
+	Error   json.RawMessage `json:"error"` // an object, a string, or absent
+}
+
+// UpstreamUsage is usage with FastFlowLM's extra fields (seconds and tok/s).
+type UpstreamUsage struct {
+	PromptTokens        int     `json:"prompt_tokens"`
+	CompletionTokens    int     `json:"completion_tokens"`
+	LoadDuration        float64 `json:"load_duration"`
+	PrefillDurationTTFT float64 `json:"prefill_duration_ttft"`
+	DecodingDuration    float64 `json:"decoding_duration"`
+	PrefillSpeedTPS     float64 `json:"prefill_speed_tps"`
+	DecodingSpeedTPS    float64 `json:"decoding_speed_tps"`
+}
+
+// LlamaTimings is llama-server's `timings` block (milliseconds).
+type LlamaTimings struct {
+	CacheN             int     `json:"cache_n"`
+	PromptN            int     `json:"prompt_n"`
+	PromptMS           float64 `json:"prompt_ms"`
+	PromptPerSecond    float64 `json:"prompt_per_second"`
+	PredictedN         int     `json:"predicted_n"`
+	PredictedMS        float64 `json:"predicted_ms"`
+	PredictedPerSecond float64 `json:"predicted_per_second"`
+}
+
+// UpstreamError reads an error value in any of the shapes upstreams send:
+// {"message","type","code"}, a bare string, or {"error":"…"} nesting.
+func UpstreamError(raw json.RawMessage) (msg string, ok bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var o struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+	}
+	if json.Unmarshal(raw, &o) == nil && o.Message != "" {
+		return o.Message, true
+	}
+	return string(raw), true
+}
+
+// UpstreamChatRequest is what the upstream lane sends. Messages is []ChatMessage,
+// or a single ChatMessage for main_api_* servers.
+type UpstreamChatRequest struct {
+	Model         string         `json:"model"`
+	Messages      any            `json:"messages"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
+	MaxTokens     *int           `json:"max_tokens,omitempty"`
+	Temperature   *float64       `json:"temperature,omitempty"`
+	TopP          *float64       `json:"top_p,omitempty"`
+	TopK          *int           `json:"top_k,omitempty"`
+	MinP          *float64       `json:"min_p,omitempty"`
+	Seed          *int64         `json:"seed,omitempty"`
+	RepeatPenalty *float64       `json:"repeat_penalty,omitempty"`
+	Stop          []string       `json:"stop,omitempty"`
+}

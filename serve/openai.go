@@ -1,0 +1,275 @@
+package serve
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/serve/api"
+)
+
+const fingerprint = "fp_edgectl"
+
+func newID(prefix string) string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// sseWriter writes `data: {json}\n\n` events and flushes each one.
+type sseWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func startSSE(w http.ResponseWriter) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+func (s *sseWriter) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *sseWriter) done() {
+	fmt.Fprint(s.w, "data: [DONE]\n\n")
+	s.rc.Flush()
+}
+
+// validateCommon rejects values no backend can honour.
+func validateCommon(maxTokens *int, temp *float64, n *int) error {
+	if maxTokens != nil && *maxTokens < 0 {
+		return fmt.Errorf("max_tokens must be >= 0, not %d", *maxTokens)
+	}
+	if temp != nil && (*temp < 0 || *temp > 2) {
+		return fmt.Errorf("temperature must be between 0 and 2, not %g", *temp)
+	}
+	if n != nil && *n != 1 {
+		return fmt.Errorf("n = %d is not supported: edgectl returns one choice per request", *n)
+	}
+	return nil
+}
+
+func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
+	const route = "/v1/chat/completions"
+	var req api.ChatCompletionRequest
+	if err := api.Decode(r.Body, &req); err != nil {
+		s.openAIFail(w, route, "", http.StatusBadRequest, err)
+		return
+	}
+	switch {
+	case req.Model == "":
+		s.openAIFail(w, route, "", http.StatusBadRequest, errors.New("model is required"))
+		return
+	case len(req.Messages) == 0:
+		s.openAIFail(w, route, req.Model, http.StatusBadRequest, errors.New("messages must be a non-empty array of {role, content}"))
+		return
+	}
+	maxTokens := req.MaxTokens
+	if req.MaxCompletionTokens != nil {
+		maxTokens = req.MaxCompletionTokens
+	}
+	if err := validateCommon(maxTokens, req.Temperature, req.N); err != nil {
+		s.openAIFail(w, route, req.Model, http.StatusBadRequest, err)
+		return
+	}
+	ereq := engine.Request{AddGenerationPrompt: true, Stop: req.Stop,
+		Sampling: sampling(req.Temperature, req.TopP, req.MinP, req.RepeatPenalty, req.TopK, nil, req.Seed)}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "system", "developer", "user", "assistant", "tool":
+		default:
+			s.openAIFail(w, route, req.Model, http.StatusBadRequest, fmt.Errorf("messages[%d].role %q: want system, user, assistant or tool", i, m.Role))
+			return
+		}
+		role := m.Role
+		if role == "developer" {
+			role = "system"
+		}
+		ereq.Messages = append(ereq.Messages, engine.Message{Role: role, Content: string(m.Content)})
+	}
+	if maxTokens != nil {
+		ereq.MaxTokens = *maxTokens
+	}
+	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	s.openAIGenerate(w, r, route, req.Model, keepAlive(req.KeepAlive), ereq, req.Stream, includeUsage, true)
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	const route = "/v1/completions"
+	var req api.CompletionRequest
+	if err := api.Decode(r.Body, &req); err != nil {
+		s.openAIFail(w, route, "", http.StatusBadRequest, err)
+		return
+	}
+	switch {
+	case req.Model == "":
+		s.openAIFail(w, route, "", http.StatusBadRequest, errors.New("model is required"))
+		return
+	case len(req.Prompt) != 1:
+		s.openAIFail(w, route, req.Model, http.StatusBadRequest, errors.New("prompt must be one string (batched prompts are not supported)"))
+		return
+	}
+	if err := validateCommon(req.MaxTokens, req.Temperature, req.N); err != nil {
+		s.openAIFail(w, route, req.Model, http.StatusBadRequest, err)
+		return
+	}
+	ereq := engine.Request{Prompt: req.Prompt[0], Stop: req.Stop,
+		Sampling: sampling(req.Temperature, req.TopP, req.MinP, req.RepeatPenalty, req.TopK, nil, req.Seed)}
+	if req.MaxTokens != nil {
+		ereq.MaxTokens = *req.MaxTokens
+	}
+	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	s.openAIGenerate(w, r, route, req.Model, keepAlive(req.KeepAlive), ereq, req.Stream, includeUsage, false)
+}
+
+func (s *Server) openAIFail(w http.ResponseWriter, route, model string, code int, err error) {
+	s.metrics.request(route, model, code)
+	s.retryAfter(w, code)
+	if code == 499 {
+		return
+	}
+	writeOpenAIError(w, code, err.Error())
+}
+
+// openAIGenerate serves chat (chat=true) and text completions, streamed or
+// not. Streams follow the canonical order: role chunk, content chunks, a
+// finish chunk, the usage chunk when asked for, [DONE].
+func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, route, model string, ka *time.Duration, ereq engine.Request, stream, includeUsage, chat bool) {
+	start := time.Now()
+	e, ok := s.reg.Lookup(model)
+	if !ok {
+		s.openAIFail(w, route, model, http.StatusNotFound, fmt.Errorf("model %q not found: GET /v1/models lists what the model dirs hold", model))
+		return
+	}
+	l, err := s.sched.Acquire(r.Context(), e, ka)
+	if err != nil {
+		s.openAIFail(w, route, model, httpStatus(err), err)
+		return
+	}
+	defer l.Release()
+	ereq = prepare(l, ereq)
+
+	id, created := newID("chatcmpl-"), time.Now().Unix()
+	object := "chat.completion.chunk"
+	if !chat {
+		id, object = newID("cmpl-"), "text_completion"
+	}
+	chunk := func(text *string, finish *string) any {
+		if chat {
+			c := api.ChatCompletionChunk{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
+				Choices: []api.ChunkChoice{{Delta: api.Delta{Content: text}, FinishReason: finish}}}
+			return c
+		}
+		t := ""
+		if text != nil {
+			t = *text
+		}
+		return api.Completion{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
+			Choices: []api.CompletionChoice{{Text: t, FinishReason: finish}}}
+	}
+
+	if !stream {
+		var out strings.Builder
+		res, err := s.run(r.Context(), l, ereq, func(t string) error { out.WriteString(t); return nil })
+		if err != nil {
+			s.openAIFail(w, route, model, httpStatus(err), err)
+			return
+		}
+		s.record(e, res)
+		usage := s.usage(res, l, start)
+		s.metrics.request(route, model, http.StatusOK)
+		if chat {
+			writeJSON(w, http.StatusOK, api.ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: model,
+				SystemFingerprint: fingerprint, Usage: usage,
+				Choices: []api.ChatChoice{{Message: api.ResponseMessage{Role: "assistant", Content: out.String()}, FinishReason: res.FinishReason}}})
+			return
+		}
+		f := res.FinishReason
+		writeJSON(w, http.StatusOK, api.Completion{ID: id, Object: "text_completion", Created: created, Model: model,
+			SystemFingerprint: fingerprint, Usage: usage, Choices: []api.CompletionChoice{{Text: out.String(), FinishReason: &f}}})
+		return
+	}
+
+	sw := startSSE(w)
+	if chat {
+		first := api.ChatCompletionChunk{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
+			Choices: []api.ChunkChoice{{Delta: api.Delta{Role: "assistant"}}}}
+		if sw.send(first) != nil {
+			return
+		}
+	}
+	res, err := s.run(r.Context(), l, ereq, func(t string) error { return sw.send(chunk(&t, nil)) })
+	if err != nil {
+		code := httpStatus(err)
+		s.metrics.request(route, model, code)
+		if code != 499 {
+			// In-band error: the status line has gone. openai-go and
+			// openai-node turn a chunk with an "error" key into an error.
+			sw.send(openAIError(code, err.Error()))
+		}
+		return
+	}
+	s.record(e, res)
+	f := res.FinishReason
+	if chat {
+		sw.send(chunk(nil, &f))
+	} else {
+		sw.send(chunk(new(string), &f))
+	}
+	if includeUsage {
+		usage := s.usage(res, l, start)
+		if chat {
+			sw.send(api.ChatCompletionChunk{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
+				Choices: []api.ChunkChoice{}, Usage: usage})
+		} else {
+			sw.send(api.Completion{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
+				Choices: []api.CompletionChoice{}, Usage: usage})
+		}
+	}
+	sw.done()
+	s.metrics.request(route, model, http.StatusOK)
+}
+
+func (s *Server) usage(res engine.Result, l *Lease, start time.Time) *api.Usage {
+	return &api.Usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens,
+		TotalTokens: res.PromptTokens + res.CompletionTokens, Metrics: s.telemetry(res, l, time.Since(start))}
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	list := api.ModelList{Object: "list", Data: []api.ModelObject{}}
+	for _, e := range s.reg.List() {
+		list.Data = append(list.Data, modelObject(e))
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	e, ok := s.reg.Lookup(r.PathValue("id"))
+	if !ok {
+		writeOpenAIError(w, http.StatusNotFound, fmt.Sprintf("model %q not found", r.PathValue("id")))
+		return
+	}
+	writeJSON(w, http.StatusOK, modelObject(e))
+}
+
+func modelObject(e *Entry) api.ModelObject {
+	return api.ModelObject{ID: e.Name, Object: "model", Created: e.Modified.Unix(), OwnedBy: e.Lane}
+}

@@ -1,0 +1,204 @@
+// Package serve is edgectl's model server: one OpenAI- and Ollama-compatible
+// HTTP API over every lane that can run a model — the pure-Go CPU engine,
+// the Axera vendor runtime behind a PTY, and OpenAI-compatible upstreams —
+// with a scheduler that loads and swaps models within each lane's memory
+// budget, a bounded queue, a watchdog, and telemetry in every answer.
+package serve
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/upstream"
+	"github.com/edgectl/edgectl/internal/version"
+)
+
+// Options configure a Server. Engines maps lane names to the engine that
+// runs them; Lanes their limits.
+type Options struct {
+	ModelDirs []string
+	Upstreams []upstream.Config
+	Engines   map[string]engine.Engine
+	Lanes     map[string]LaneConfig
+
+	APIKey    string
+	KeepAlive time.Duration // default 5m; api.Forever never unloads
+	MaxQueue  int           // requests waiting for a slot or a load (default 64)
+	// Watchdog is how long a running request may go without a token before
+	// its backend is killed and restarted (default 120s; it covers prefill).
+	Watchdog time.Duration
+	// WatchdogGrace is how long a killed request waits for its backend to
+	// return before answering anyway (default 5s).
+	WatchdogGrace time.Duration
+	RetryAfter    time.Duration // Retry-After on 503 (default 2s)
+
+	Logf func(format string, args ...any)
+}
+
+// Server is the HTTP API.
+type Server struct {
+	opts    Options
+	reg     *Registry
+	sched   *Scheduler
+	metrics *metrics
+	host    *host
+	mux     *http.ServeMux
+}
+
+// New builds a server; nothing is loaded until a request needs it.
+func New(opts Options) (*Server, error) {
+	if opts.KeepAlive == 0 {
+		opts.KeepAlive = 5 * time.Minute
+	}
+	if opts.MaxQueue <= 0 {
+		opts.MaxQueue = 64
+	}
+	if opts.Watchdog <= 0 {
+		opts.Watchdog = 120 * time.Second
+	}
+	if opts.WatchdogGrace <= 0 {
+		opts.WatchdogGrace = 5 * time.Second
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = 2 * time.Second
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	s := &Server{opts: opts, metrics: newMetrics(), host: &host{root: "/"}}
+	s.reg = NewRegistry(opts.ModelDirs, opts.Upstreams)
+	lanes := map[string]*lane{}
+	for name, eng := range opts.Engines {
+		cfg := opts.Lanes[name]
+		if name == LaneCPU {
+			cfg.ChatFallback = true
+		}
+		lanes[name] = &lane{name: name, eng: eng, cfg: cfg, closing: map[*runner]bool{}}
+	}
+	for _, u := range opts.Upstreams {
+		name := u.Lane
+		if name == "" {
+			name = "upstream:" + u.Name
+		}
+		if _, ok := lanes[name]; ok {
+			continue
+		}
+		eng := opts.Engines["upstream"]
+		if eng == nil {
+			return nil, fmt.Errorf("upstream %q configured but no upstream engine given", u.Name)
+		}
+		cfg := opts.Lanes[name]
+		if cfg.Parallel == 0 {
+			cfg.Parallel = max(u.Parallel, 1)
+		}
+		lanes[name] = &lane{name: name, eng: eng, cfg: cfg, closing: map[*runner]bool{}}
+	}
+	delete(lanes, "upstream") // the engine, not a lane of its own
+	s.sched = newScheduler(lanes, opts.MaxQueue, opts.KeepAlive, opts.Logf, s.metrics)
+	s.sched.loadOpts = func(l *lane) engine.LoadOptions { return engine.LoadOptions{Threads: l.cfg.Threads} }
+	for _, w := range s.reg.Warnings() {
+		opts.Logf("warning: %s", w)
+	}
+	s.routes()
+	return s, nil
+}
+
+// Registry is the model list (for logs and the command's --json summary).
+func (s *Server) Registry() *Registry { return s.reg }
+
+// Handler is the HTTP API with authentication.
+func (s *Server) Handler() http.Handler { return s.auth(s.mux) }
+
+// Close unloads every model and stops the backends.
+func (s *Server) Close() { s.sched.Close() }
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("POST /v1/chat/completions", s.handleChatCompletions)
+	m.HandleFunc("POST /v1/completions", s.handleCompletions)
+	m.HandleFunc("GET /v1/models", s.handleModels)
+	m.HandleFunc("GET /v1/models/{id...}", s.handleModel)
+	m.HandleFunc("POST /api/generate", s.handleGenerate)
+	m.HandleFunc("POST /api/chat", s.handleChat)
+	m.HandleFunc("GET /api/tags", s.handleTags)
+	m.HandleFunc("HEAD /api/tags", s.handleTags)
+	m.HandleFunc("GET /api/ps", s.handlePS)
+	m.HandleFunc("POST /api/show", s.handleShow)
+	m.HandleFunc("GET /api/version", s.handleVersion)
+	m.HandleFunc("HEAD /api/version", s.handleVersion)
+	m.HandleFunc("GET /health", s.handleHealth)
+	m.HandleFunc("GET /metrics", s.handleMetrics)
+	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "edgectl is running") })
+	m.HandleFunc("HEAD /{$}", func(w http.ResponseWriter, r *http.Request) {})
+	s.mux = m
+}
+
+// auth requires `Authorization: Bearer KEY` on every route but /health.
+func (s *Server) auth(next http.Handler) http.Handler {
+	if s.opts.APIKey == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.opts.APIKey)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.metrics.request(r.URL.Path, "", http.StatusUnauthorized)
+		msg := "missing or wrong API key: send Authorization: Bearer <key>"
+		if strings.HasPrefix(r.URL.Path, "/v1/") {
+			writeOpenAIError(w, http.StatusUnauthorized, msg)
+		} else {
+			writeOllamaError(w, http.StatusUnauthorized, msg)
+		}
+	})
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.String(), "models_loaded": len(s.sched.Loaded())})
+}
+
+// CheckAddr refuses to expose the API beyond this machine without a key.
+func CheckAddr(addr, apiKey string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %v (use HOST:PORT, e.g. 127.0.0.1:11434)", addr, err)
+	}
+	if apiKey != "" || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--addr %s listens beyond this machine: set --api-key (or EDGECTL_API_KEY) so the API is not open to the network, or bind 127.0.0.1", addr)
+}
+
+// Serve answers on ln until ctx ends, then shuts down gracefully and
+// unloads every model.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.Close()
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	s.Close()
+	if errors.Is(err, context.DeadlineExceeded) {
+		hs.Close()
+		err = nil
+	}
+	return err
+}
