@@ -46,3 +46,22 @@ const (
 	localDirMetaDir   = ".cache/huggingface"
 	localDirMetaFiles = ".cache/huggingface/download"
 )
+
+// TreeEntry is one item of `GET /api/models/{repo}/tree/{rev}?recursive=true`,
+// the paginated listing (Link: <…>; rel="next") that stays complete on
+// repositories whose siblings list the Hub may truncate.
+type TreeEntry struct {
+	Type string `json:"type"` // "file" or "directory"
+	Path string `json:"path"`
+	OID  string `json:"oid"` // git blob sha1
+	Size int64  `json:"size"`
+	LFS  *struct {
+		OID         string `json:"oid"` // sha256
+		Size        int64  `json:"size"`
+		PointerSize int64  `json:"pointerSize"`
+	} `json:"lfs,omitempty"`
+}
+
+// largeRepoSiblings is huggingface_hub's LARGE_REPO_THRESHOLD: past this many
+// siblings (or with none) the listing is fetched from the tree API instead.
+const largeRepoSiblings = 1000

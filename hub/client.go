@@ -176,7 +176,7 @@ func (c *Client) withRetry(ctx context.Context, what string, onRetry func(attemp
 	}
 }
 
-// hop is one response in a redirect chain.
+// response is the final answer of a redirect chain, with the Hub's own headers.
 type response struct {
 	*http.Response
 	hub http.Header // headers of the last response that came from the endpoint's host

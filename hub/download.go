@@ -100,7 +100,7 @@ func (s *session) fetch(ctx context.Context, f fileSpec) (FileResult, error) {
 	}
 
 	unlock, err := lockFile(ctx, s.rc.lock(f.etag), func() {
-		s.emit(Event{Event: EventWarning, Repo: s.repo, File: f.path, Message: "waiting for another process downloading " + f.path + " (" + s.rc.lock(f.etag) + ")"})
+		s.emit(Event{Event: EventWarning, Repo: s.repo, File: f.path, Message: "waiting for another download of the same blob (lock " + s.rc.lock(f.etag) + ")"})
 	})
 	if err != nil {
 		return res, err

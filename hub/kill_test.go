@@ -34,7 +34,7 @@ func TestKill9Resume(t *testing.T) {
 		&hubtest.File{Path: "config.json", Content: hubtest.Bytes([]byte("{}"))})
 	srv.SetFaults("model.safetensors", hubtest.Faults{BytesPerSec: 4 << 20})
 	cache := t.TempDir()
-	env := append(os.Environ(), "HF_ENDPOINT="+srv.URL(), "HF_HUB_CACHE="+cache, "HF_TOKEN=", "HF_HUB_OFFLINE=")
+	env := append(os.Environ(), "HF_ENDPOINT="+srv.URL(), "HF_HUB_CACHE="+cache, "HF_HOME="+t.TempDir(), "HF_TOKEN=", "HF_HUB_OFFLINE=")
 
 	cmd := exec.Command(bin, "acme/big")
 	cmd.Env = env

@@ -85,10 +85,14 @@ func (c *Client) Snapshot(ctx context.Context, repo, revision string, opts Snaps
 		return nil, err
 	}
 	if opts.LocalDir != "" {
-		if err := materialize(ctx, snap, opts.LocalDir); err != nil {
+		dir, err := filepath.Abs(opts.LocalDir)
+		if err != nil {
 			return nil, err
 		}
-		snap.Dir = opts.LocalDir
+		if err := materialize(ctx, snap, dir); err != nil {
+			return nil, err
+		}
+		snap.Dir = dir
 	}
 	return snap, nil
 }
@@ -119,9 +123,21 @@ func (c *Client) online(ctx context.Context, rc repoCache, repo, revision string
 		return nil, err
 	}
 
+	siblings := info.Siblings
+	if len(siblings) == 0 || len(siblings) > largeRepoSiblings {
+		// The Hub may cut the siblings of large repos short; the tree API is
+		// complete (huggingface_hub switches the same way).
+		tree, err := c.listTree(ctx, repo, commit)
+		switch {
+		case err == nil:
+			siblings = tree
+		case KindOf(err) != KindNotFound: // a mirror without the tree API keeps the siblings
+			return nil, err
+		}
+	}
 	bySpec := map[string]fileSpec{}
 	var names []string
-	for _, s := range info.Siblings {
+	for _, s := range siblings {
 		if err := checkRepoPath(s.RFilename); err != nil {
 			return nil, newErr(KindOther, err, "%s@%s: %v", repo, revision, err)
 		}

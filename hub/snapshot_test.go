@@ -311,3 +311,25 @@ func symlink(t *testing.T, target, p string) {
 		t.Fatal(err)
 	}
 }
+
+func TestIdenticalFilesShareOneBlob(t *testing.T) {
+	srv := hubtest.New()
+	defer srv.Close()
+	w := hubtest.Generated(5, 2<<20)
+	srv.AddRepo("acme/dup",
+		&hubtest.File{Path: "a.safetensors", Content: w, LFS: true},
+		&hubtest.File{Path: "copy/a.safetensors", Content: w, LFS: true})
+	c, _ := newTestClient(t, srv, "")
+	snap := mustSnapshot(t, c, "acme/dup", "main", SnapshotOptions{Jobs: 2})
+	if got := srv.TotalServed(); got != 2<<20 {
+		t.Errorf("served %d bytes for two files with one blob, want %d", got, 2<<20)
+	}
+	if snap.Files[0].Blob != snap.Files[1].Blob {
+		t.Errorf("blobs %s and %s", snap.Files[0].Blob, snap.Files[1].Blob)
+	}
+	for _, f := range []string{"a.safetensors", "copy/a.safetensors"} {
+		if got := hfRead(t, c.cfg.CacheDir, "acme/dup", "main", f); sha256Hex(got) != snap.Files[0].SHA256 {
+			t.Errorf("%s differs", f)
+		}
+	}
+}

@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	goio "io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/edgectl/edgectl/hub/hubtest"
 	"github.com/edgectl/edgectl/internal/cli"
@@ -182,5 +185,35 @@ func TestPullInterruptedKeepsPartialDownload(t *testing.T) {
 	}
 	if fi, err := os.Stat(incs[0]); err != nil || fi.Size() == 0 {
 		t.Errorf("empty .incomplete: %v", err)
+	}
+}
+
+// On a terminal, pull draws one progress bar on stderr and keeps stdout for
+// the snapshot path.
+func TestPullDrawsProgressOnATerminal(t *testing.T) {
+	srv, _, _ := pullEnv(t)
+	srv.SetFaults("model.safetensors", hubtest.Faults{BytesPerSec: 4 << 20})
+	t.Setenv("CI", "")
+	t.Setenv("TERM", "xterm")
+	t.Setenv("NO_COLOR", "")
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pty: %v", err)
+	}
+	defer ptmx.Close()
+	drawn := make(chan string)
+	go func() {
+		b, _ := goio.ReadAll(ptmx)
+		drawn <- string(b)
+	}()
+	var out bytes.Buffer
+	code := run(context.Background(), &cli.IO{In: strings.NewReader(""), Out: &out, ErrOut: tty}, []string{"pull", "acme/tiny"})
+	tty.Close()
+	screen := <-drawn
+	if code != 0 || !strings.HasSuffix(out.String(), "\n") || strings.Contains(out.String(), "%") {
+		t.Fatalf("exit %d stdout %q", code, out.String())
+	}
+	if !strings.Contains(screen, "acme/tiny (2 files)") || !strings.Contains(screen, "%") {
+		t.Errorf("no progress bar on the terminal: %q", screen)
 	}
 }

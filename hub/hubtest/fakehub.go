@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,6 +77,11 @@ type Server struct {
 	// NoBlobs ignores ?blobs=true, like an older mirror: clients must HEAD
 	// each file for its ETag and size. Set it before use.
 	NoBlobs bool
+	// TruncateSiblings answers an empty siblings list, as the Hub's cache
+	// sometimes does for large repos; the tree API stays complete.
+	TruncateSiblings bool
+	// TreePageSize is the page size of the tree API (default 1000).
+	TreePageSize int
 
 	mu      sync.Mutex
 	repos   map[string]*Repo
@@ -84,6 +90,7 @@ type Server struct {
 	log     []Request
 	served  map[string]int64 // body bytes served per file path
 	total   atomic.Int64
+	active  atomic.Int64     // bodies being sent
 	blobs   map[string]*File // by sha256, for the CDN
 }
 
@@ -193,8 +200,10 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.log...)
 }
 
-// ResetLog clears the request log and byte counters.
+// ResetLog clears the request log and byte counters, once no body is
+// being sent (so a late handler cannot count into the new period).
 func (s *Server) ResetLog() {
+	s.WaitIdle()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log = nil
@@ -222,6 +231,8 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
 	s.record("hub", r)
 	p := r.URL.EscapedPath()
 	switch {
+	case strings.HasPrefix(p, "/api/models/") && strings.Contains(p, "/tree/"):
+		s.serveTree(w, r, strings.TrimPrefix(p, "/api/models/"))
 	case strings.HasPrefix(p, "/api/models/"):
 		s.serveInfo(w, r, strings.TrimPrefix(p, "/api/models/"))
 	case strings.HasPrefix(p, "/api/resolve-cache/models/"):
@@ -312,6 +323,9 @@ func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request, p string) {
 		sibs = append(sibs, sib)
 	}
 	sort.Slice(sibs, func(a, b int) bool { return sibs[a]["rfilename"].(string) < sibs[b]["rfilename"].(string) })
+	if s.TruncateSiblings {
+		sibs = []map[string]any{}
+	}
 	gated := any(false)
 	if repo.Gated {
 		gated = "manual"
@@ -321,6 +335,55 @@ func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request, p string) {
 		"id": repo.ID, "modelId": repo.ID, "sha": commit, "private": repo.Private, "gated": gated,
 		"siblings": sibs, "lastModified": time.Unix(1700000000, 0).UTC().Format(time.RFC3339),
 	})
+}
+
+// serveTree answers GET /api/models/{repo}/tree/{rev}?recursive=true, one
+// page at a time with a Link: rel="next" header (cursor = offset here).
+func (s *Server) serveTree(w http.ResponseWriter, r *http.Request, p string) {
+	i := strings.LastIndex(p, "/tree/")
+	id := p[:i]
+	rev, err := url.PathUnescape(p[i+len("/tree/"):])
+	if err != nil || r.URL.Query().Get("recursive") != "true" {
+		hubError(w, http.StatusBadRequest, "", "this fake serves recursive listings only")
+		return
+	}
+	_, _, files, ok := s.lookup(w, r, id, rev)
+	if !ok {
+		return
+	}
+	// Directories appear as entries too.
+	var entries []map[string]any
+	dirs := map[string]bool{}
+	for _, f := range files {
+		for d := path.Dir(f.Path); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			entries = append(entries, map[string]any{"type": "directory", "path": d, "oid": strings.Repeat("0", 40), "size": 0})
+		}
+		sum, git := f.dig.get(f.Content)
+		e := map[string]any{"type": "file", "path": f.Path, "size": f.Content.Size()}
+		if f.LFS {
+			ptr := lfsPointer(sum, f.Content.Size())
+			e["oid"] = GitBlobSHA1(ptr)
+			e["lfs"] = map[string]any{"oid": sum, "size": f.Content.Size(), "pointerSize": len(ptr)}
+		} else {
+			e["oid"] = git
+		}
+		entries = append(entries, e)
+	}
+	sort.Slice(entries, func(a, b int) bool { return entries[a]["path"].(string) < entries[b]["path"].(string) })
+	size := s.TreePageSize
+	if size <= 0 {
+		size = 1000
+	}
+	start, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
+	start = min(max(start, 0), len(entries))
+	end := min(start+size, len(entries))
+	if end < len(entries) {
+		next := s.Hub.URL + r.URL.EscapedPath() + "?recursive=true&cursor=" + strconv.Itoa(end)
+		w.Header().Set("Link", "<"+next+">; rel=\"next\"")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(entries[start:end])
 }
 
 func lfsPointer(sum string, size int64) []byte {

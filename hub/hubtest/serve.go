@@ -61,6 +61,8 @@ func parseRange(h string, size int64) (start, end int64, ok bool) {
 
 // serveBytes writes a file's body, honouring Range and the faults.
 func (s *Server) serveBytes(w http.ResponseWriter, r *http.Request, f *File) {
+	s.active.Add(1)
+	defer s.active.Add(-1)
 	fault := s.takeFault(f.Path)
 	if fault.RateLimit > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(fault.RetryAfter))
@@ -122,11 +124,12 @@ func (s *Server) serveBytes(w http.ResponseWriter, r *http.Request, f *File) {
 			if corruptAt >= pos && corruptAt < pos+int64(n) {
 				chunk[corruptAt-pos] ^= 0xff
 			}
-			if _, werr := w.Write(chunk[:n]); werr != nil {
-				s.count(f.Path, int64(n)) // what reached the socket is close enough; the client is gone
-				return
-			}
+			// Counted before the write, so a client that has the bytes
+			// always finds them counted.
 			s.count(f.Path, int64(n))
+			if _, werr := w.Write(chunk[:n]); werr != nil {
+				return // the client is gone
+			}
 			pos += int64(n)
 			sent += int64(n)
 			if fault.BytesPerSec > 0 {
@@ -171,4 +174,13 @@ func (s *Server) count(path string, n int64) {
 	s.served[path] += n
 	s.mu.Unlock()
 	s.total.Add(n)
+}
+
+// WaitIdle waits until no file body is being sent, so that counters read
+// afterwards cannot still move (a handler for a killed client may be
+// mid-write). It gives up after ten seconds.
+func (s *Server) WaitIdle() {
+	for deadline := time.Now().Add(10 * time.Second); s.active.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
