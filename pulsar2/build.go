@@ -168,7 +168,7 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 
 	sc, runErr := runContainer(ctx, rt, name, args, logw)
 	res.Markers, res.ShimLog = sc.markers, sc.shim
-	if err := judgeRun(sc, runErr, res.Builder, image); err != nil {
+	if err := judgeRun(sc, runErr, rt, res.Builder, image); err != nil {
 		return res, err
 	}
 	if sc.cosLine != "" && sc.minCos < minCosSim {
@@ -203,6 +203,18 @@ func resolveRuntime(want string) (string, error) {
 		Fix: "install Docker or Podman; pulsar2 ships only as a container image"}
 }
 
+// daemonTrouble recognizes a runtime that cannot reach its daemon or may
+// not use it, which would otherwise look like a compiler or image failure.
+func daemonTrouble(rt, out string) *BuildError {
+	for _, m := range []string{"Cannot connect to the Docker daemon", "permission denied while trying to connect", "Is the docker daemon running", "cannot connect to Podman", "unable to connect to Podman"} {
+		if strings.Contains(out, m) {
+			return &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("%s cannot reach its daemon: %s", rt, firstLines(out, 1)),
+				Fix: "start it (`systemctl start docker`) and make sure you may use it (the docker group, or rootless podman)"}
+		}
+	}
+	return nil
+}
+
 var imageMissing = []string{"Unable to find image", "No such image", "pull access denied", "manifest unknown", "image not known", "repository does not exist"}
 
 func imageErr(image, out string) *BuildError {
@@ -213,6 +225,9 @@ func imageErr(image, out string) *BuildError {
 // localImage picks the newest pulsar2:<version> the runtime has.
 func localImage(ctx context.Context, rt string) (string, error) {
 	out, err := exec.CommandContext(ctx, rt, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}").CombinedOutput()
+	if be := daemonTrouble(rt, string(out)); be != nil {
+		return "", be
+	}
 	if err != nil {
 		return "", &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("`%s image ls` failed: %s", rt, firstLines(string(out), 2)),
 			Fix: "check that the " + rt + " daemon runs and you may use it (docker group or sudo)"}
@@ -231,6 +246,9 @@ func probeVersion(ctx context.Context, rt, image string) (string, error) {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, rt, "run", "--rm", image, "pulsar2", "version").CombinedOutput()
 	s := string(out)
+	if be := daemonTrouble(rt, s); be != nil {
+		return "", be
+	}
 	for _, m := range imageMissing {
 		if strings.Contains(s, m) {
 			return "", imageErr(image, s)
@@ -286,7 +304,7 @@ func runContainer(ctx context.Context, rt, name string, args []string, logw io.W
 }
 
 // judgeRun turns the exit status and the log into a verdict.
-func judgeRun(sc *logScanner, runErr error, builder, image string) error {
+func judgeRun(sc *logScanner, runErr error, rt, builder, image string) error {
 	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
 		return runErr
 	}
@@ -317,6 +335,9 @@ func judgeRun(sc *logScanner, runErr error, builder, image string) error {
 		// docker reports an OOM-killed container as exit 137 (SIGKILL).
 		return mk(FailOOM, fmt.Sprintf("pulsar2 %s was killed (exit 137): out of memory", builder),
 			"give the container more RAM (32 GB for 0.6B-1.7B models, more for larger ones; ax-llm#62), add swap, or lower --parallel", "")
+	}
+	if be := daemonTrouble(rt, strings.Join(sc.tail, "\n")); be != nil {
+		return be
 	}
 	for _, m := range imageMissing {
 		for _, l := range sc.tail {
@@ -377,13 +398,9 @@ func (p *plan) finish(dir string, res *BuildResult, opts BuildOptions) error {
 	if err != nil {
 		return inputErr(err.Error(), "")
 	}
-	tok, warn, err := p.writeTokenizerTxt(dir, lay, gen)
+	tok, err := p.writeTokenizerTxt(dir, gen)
 	if err != nil {
 		return err
-	}
-	if warn != "" {
-		res.Warnings = append(res.Warnings, warn)
-		fmt.Fprintf(logw, "edgectl: warning: %s\n", warn)
 	}
 	res.Tokenizer = tok
 
@@ -418,33 +435,23 @@ func (p *plan) finish(dir string, res *BuildResult, opts BuildOptions) error {
 	return nil
 }
 
-// writeTokenizerTxt provides url_tokenizer_model: a *_tokenizer.txt the
-// model directory already has, else one exported from tokenizer.json.
-func (p *plan) writeTokenizerTxt(dir string, lay *Layout, gen *hfconfig.GenerationConfig) (name, warning string, err error) {
-	matches, _ := filepath.Glob(filepath.Join(p.modelDir, "*tokenizer*.txt"))
-	for _, m := range matches {
-		if isTokenizerTxt(m) {
-			name = filepath.Base(m)
-			return name, "", copyFile(m, filepath.Join(dir, name))
-		}
+// writeTokenizerTxt provides url_tokenizer_model: the model directory's
+// own *_tokenizer.txt, else one exported from tokenizer.json (preparePlan
+// checked that one of the two works).
+func (p *plan) writeTokenizerTxt(dir string, gen *hfconfig.GenerationConfig) (string, error) {
+	if p.tokenizerTxt != "" {
+		name := filepath.Base(p.tokenizerTxt)
+		return name, copyFile(p.tokenizerTxt, filepath.Join(dir, name))
 	}
-	name = strings.ToLower(p.cfg.ModelType)
-	if name == "" {
-		name = lay.Prefix
-	}
-	name += "_tokenizer.txt"
+	name := strings.ToLower(strings.ReplaceAll(p.cfg.ModelType, "-", "_")) + "_tokenizer.txt"
 	stops := []int(gen.EosTokenID)
 	if len(stops) == 0 {
 		stops = []int(p.text.EosTokenID)
 	}
-	tj := filepath.Join(p.modelDir, "tokenizer.json")
-	if _, err := os.Stat(tj); err != nil {
-		return TokenizerDir + "/tokenizer.model", "no tokenizer.json to export an axllm tokenizer file from; url_tokenizer_model points at tokenizer/tokenizer.model, which axllm may not read: put the model's *_tokenizer.txt from AXERA's model repos into OUT", nil
+	if err := WriteTokenizerTxt(filepath.Join(p.modelDir, "tokenizer.json"), filepath.Join(dir, name), stops); err != nil {
+		return "", err
 	}
-	if err := WriteTokenizerTxt(tj, filepath.Join(dir, name), stops); err != nil {
-		return "", "", inputErr(err.Error(), "put an axllm *_tokenizer.txt (from AXERA's model repos) in the model directory")
-	}
-	return name, "", nil
+	return name, nil
 }
 
 // bos: the tokenizer's add_bos_token, else false for the Qwen and SmolLM

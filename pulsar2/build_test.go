@@ -154,6 +154,9 @@ func TestBuildKnownFailures(t *testing.T) {
 		{"silent", FailOutput, "ax-llm#62", nil},
 		{"", FailImage, "docker load", func(o *BuildOptions) { o.Image = "pulsar2:9.9" }},
 		{"", FailArgs, "--builder", func(o *BuildOptions) { o.Builder = BuilderLLMBuild2 }},
+		{"", FailRuntime, "systemctl start docker", func(o *BuildOptions) { t.Setenv("FAKE_DOCKER_DAEMON", "down") }},
+		{"", FailRuntime, "systemctl start docker", func(o *BuildOptions) { o.Image = ""; t.Setenv("FAKE_DOCKER_DAEMON", "down") }},
+		{"", FailRuntime, "systemctl start docker", func(o *BuildOptions) { o.Builder = BuilderLLMBuild; t.Setenv("FAKE_DOCKER_DAEMON", "down") }},
 	}
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
@@ -268,6 +271,9 @@ func TestBuildInputErrors(t *testing.T) {
 		{"max prefill", "--max-prefill", modelSpec{}, BuildOptions{MaxPrefill: 100}, false},
 		{"out exists", "already exists", modelSpec{}, BuildOptions{}, true},
 		{"unknown tokenizer type", "--tokenizer-type", modelSpec{modelType: "gemma3"}, BuildOptions{}, false},
+		{"no tokenizer", "no tokenizer.json and no *_tokenizer.txt", modelSpec{noTok: true}, BuildOptions{}, false},
+		{"sentencepiece tokenizer", "not byte-level BPE", modelSpec{noTok: true, files: map[string]string{
+			"tokenizer.json": `{"model": {"type": "BPE", "vocab": {"<unk>": 0, "\u2581the": 1}, "merges": []}, "added_tokens": []}`}}, BuildOptions{}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -411,5 +417,21 @@ func TestBuildWarnsOnLowCosSim(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("warnings %q lack the low cos_sim", res.Warnings)
+	}
+}
+
+// A model directory that ships AXERA's tokenizer file has it used as is.
+func TestBuildUsesShippedTokenizerTxt(t *testing.T) {
+	useFakeDocker(t, "pulsar2:5.2")
+	txt := "430 1\n1 1 0\n2 2 \n3\nIQ==\nIg==\nPHxlbmR8Pg==\n"
+	model, _ := makeModel(t, modelSpec{layers: 2, hidden: 32, vocab: 6400, noTok: true, files: map[string]string{"qwen3_tokenizer.txt": txt}})
+	out := filepath.Join(t.TempDir(), "o")
+	res, err := Build(context.Background(), BuildOptions{ModelDir: model, OutDir: out, Image: "pulsar2:5.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, res.Tokenizer))
+	if res.Tokenizer != "qwen3_tokenizer.txt" || string(b) != txt {
+		t.Errorf("tokenizer %s = %q", res.Tokenizer, b)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync"
 
 	"github.com/edgectl/edgectl/format/half"
 	"github.com/edgectl/edgectl/format/safetensors"
@@ -92,10 +93,6 @@ func convertToBF16(w io.Writer, f *safetensors.File, t safetensors.Tensor) error
 	rows := t.Shape[0]
 	chunkRows := max(int64(1), embedChunkBytes/max(rowBytes, 1))
 	src := make([]byte, chunkRows*rowBytes)
-	var vals []float32
-	if t.DType != safetensors.F32 {
-		vals = make([]float32, chunkRows*cols)
-	}
 	dst := make([]byte, chunkRows*cols*2)
 	r := f.Reader(t)
 	for row := int64(0); row < rows; row += chunkRows {
@@ -112,11 +109,11 @@ func convertToBF16(w io.Writer, f *safetensors.File, t safetensors.Tensor) error
 				binary.LittleEndian.PutUint16(d[2*i:], half.F32ToBF16(f))
 			}
 		} else {
-			v := vals[:n*cols]
-			if err := safetensors.DecodeFloat32(v, t.DType, s); err != nil {
-				return fmt.Errorf("%s: tensor %q: %w", f.Path, t.Name, err)
+			// F16: every one of the 65536 values has one BF16 image; look it up.
+			tab := f16ToBF16Table()
+			for i := range n * cols {
+				binary.LittleEndian.PutUint16(d[2*i:], tab[binary.LittleEndian.Uint16(s[2*i:])])
 			}
-			half.EncodeBF16(d, v)
 		}
 		if _, err := w.Write(d); err != nil {
 			return err
@@ -124,6 +121,16 @@ func convertToBF16(w io.Writer, f *safetensors.File, t safetensors.Tensor) error
 	}
 	return nil
 }
+
+// f16ToBF16Table maps each F16 bit pattern to the BF16 that
+// format/half gives for its (exact) float32 value, rounding to nearest even.
+var f16ToBF16Table = sync.OnceValue(func() *[1 << 16]uint16 {
+	var t [1 << 16]uint16
+	for h := range t {
+		t[h] = half.F32ToBF16(half.F16ToF32(uint16(h)))
+	}
+	return &t
+})
 
 // embedFileSize is the size the runtime expects: vocab × hidden × 2.
 func embedFileSize(vocab, hidden int) int64 { return int64(vocab) * int64(hidden) * 2 }

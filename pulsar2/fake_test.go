@@ -51,6 +51,7 @@ func useFakeDocker(t *testing.T, images string) string {
 	t.Setenv("FAKE_PULSAR2_FAIL", "")
 	t.Setenv("FAKE_PULSAR2_VERSION", "")
 	t.Setenv("FAKE_PULSAR2_COS", "")
+	t.Setenv("FAKE_DOCKER_DAEMON", "")
 	return log
 }
 
@@ -95,6 +96,7 @@ type modelSpec struct {
 	dtype     safetensors.DType
 	extra     map[string]any // merged into config.json
 	noTok     bool
+	files     map[string]string // extra files to write
 }
 
 // makeModel writes a small checkpoint: config.json, model.safetensors with
@@ -166,6 +168,9 @@ func makeModel(t *testing.T, s modelSpec) (string, []float32) {
 		}
 		os.WriteFile(filepath.Join(dir, "generation_config.json"),
 			[]byte(`{"do_sample": true, "eos_token_id": [2, 0], "temperature": 0.6, "top_k": 20, "top_p": 0.95}`), 0o644)
+	}
+	for n, body := range s.files {
+		os.WriteFile(filepath.Join(dir, n), []byte(body), 0o644)
 	}
 	return dir, vals
 }

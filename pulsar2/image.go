@@ -78,10 +78,11 @@ func PatchImage(ctx context.Context, src, dst string, opts PatchOptions) (*Patch
 	if opts.Insecure {
 		nameOpts = append(nameOpts, name.Insecure)
 	}
-	img, srcTag, err := loadImage(ctx, src, nameOpts)
+	img, srcTag, cleanup, err := loadImage(ctx, src, nameOpts, logw)
 	if err != nil {
 		return nil, err
 	}
+	defer cleanup()
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("%s: config: %w", src, err)
@@ -152,64 +153,83 @@ func isTarballPath(s string) bool {
 		strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../")
 }
 
-// gzipOpener opens a tarball, transparently gunzipping it (docker load
-// takes ax_pulsar2_${VER}.tar.gz as it is).
-func gzipOpener(p string) tarball.Opener {
-	return func() (io.ReadCloser, error) {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		br := bufio.NewReader(f)
-		if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-			zr, err := gzip.NewReader(br)
-			if err != nil {
-				f.Close()
-				return nil, err
-			}
-			return struct {
-				io.Reader
-				io.Closer
-			}{zr, f}, nil
-		}
-		return struct {
-			io.Reader
-			io.Closer
-		}{br, f}, nil
+// gunzipped returns a path to the uncompressed tarball: src itself, or,
+// when src is gzipped (docker load takes the vendor's .tar.gz as it is), a
+// temporary copy. ggcr reopens the tarball for every layer it reads, so
+// decompressing once is linear where a gzip opener would be quadratic.
+func gunzipped(src string, logw io.Writer) (string, func(), error) {
+	f, err := os.Open(src)
+	if err != nil {
+		return "", nil, err
 	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	if magic, _ := br.Peek(2); len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		return src, func() {}, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", src, err)
+	}
+	tmp, err := os.CreateTemp("", "edgectl-pulsar2-image-*.tar")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { tmp.Close(); os.Remove(tmp.Name()) }
+	fmt.Fprintf(logw, "edgectl: decompressing %s to %s\n", src, tmp.Name())
+	if _, err := io.Copy(tmp, zr); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("%s: gunzip: %w", src, err)
+	}
+	return tmp.Name(), cleanup, nil
 }
 
-func loadImage(ctx context.Context, src string, nameOpts []name.Option) (v1.Image, string, error) {
+func loadImage(ctx context.Context, src string, nameOpts []name.Option, logw io.Writer) (v1.Image, string, func(), error) {
 	if isTarballPath(src) {
-		opener := gzipOpener(src)
-		m, err := tarball.LoadManifest(opener)
+		path, cleanup, err := gunzipped(src, logw)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: not a `docker save` tarball: %w", src, err)
+			return nil, "", nil, err
 		}
-		if len(m) != 1 {
-			return nil, "", fmt.Errorf("%s: holds %d images; save one image per tarball", src, len(m))
-		}
-		img, err := tarball.Image(opener, nil)
+		img, tag, err := tarballImage(src, path)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", src, err)
+			cleanup()
+			return nil, "", nil, err
 		}
-		tag := ""
-		if len(m[0].RepoTags) > 0 {
-			tag = m[0].RepoTags[0]
-		}
-		return img, tag, nil
+		return img, tag, cleanup, nil
 	}
 	ref, err := name.ParseReference(src, nameOpts...)
 	if err != nil {
-		return nil, "", fmt.Errorf("%q is neither a tarball nor an image reference: %w", src, err)
+		return nil, "", nil, fmt.Errorf("%q is neither a tarball nor an image reference: %w", src, err)
 	}
 	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	if err != nil {
-		return nil, "", fmt.Errorf("pull %s: %w", src, err)
+		return nil, "", nil, fmt.Errorf("pull %s: %w", src, err)
 	}
 	tag := ""
 	if t, ok := ref.(name.Tag); ok {
 		tag = t.String()
+	}
+	return img, tag, func() {}, nil
+}
+
+// tarballImage opens the one image of a `docker save` tarball at path
+// (named src in errors) and returns it with its first tag.
+func tarballImage(src, path string) (v1.Image, string, error) {
+	opener := func() (io.ReadCloser, error) { return os.Open(path) }
+	m, err := tarball.LoadManifest(opener)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: not a `docker save` tarball: %w", src, err)
+	}
+	if len(m) != 1 {
+		return nil, "", fmt.Errorf("%s: holds %d images; save one image per tarball", src, len(m))
+	}
+	img, err := tarball.Image(opener, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", src, err)
+	}
+	tag := ""
+	if len(m[0].RepoTags) > 0 {
+		tag = m[0].RepoTags[0]
 	}
 	return img, tag, nil
 }

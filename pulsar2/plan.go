@@ -24,29 +24,30 @@ const (
 
 // plan is everything decided before the container runs.
 type plan struct {
-	cfg        *hfconfig.Config
-	text       *hfconfig.Config
-	modelDir   string // absolute
-	chip       string
-	kv         int
-	prefill    int
-	groups     []int // --last_kv_cache_len values (llm_build), multiples of prefill
-	maxPrefill int
-	parallel   int
-	checkLevel int
-	weightType string
-	quant      string // "gptq-int4", "awq-int4", … or ""
-	shim       ShimOptions
-	embedName  string
-	vocab      int
-	hidden     int
-	modelName  string
-	tokType    string
-	mountRoot  string // host directory mounted at ctrModel
-	inputPath  string // the model's path inside the container
-	uid, gid   int    // who edgectl runs as: docker gets --user for non-root
-	warnings   []string
-	notes      []string
+	cfg          *hfconfig.Config
+	text         *hfconfig.Config
+	modelDir     string // absolute
+	chip         string
+	kv           int
+	prefill      int
+	groups       []int // --last_kv_cache_len values (llm_build), multiples of prefill
+	maxPrefill   int
+	parallel     int
+	checkLevel   int
+	weightType   string
+	quant        string // "gptq-int4", "awq-int4", … or ""
+	shim         ShimOptions
+	embedName    string
+	vocab        int
+	hidden       int
+	modelName    string
+	tokType      string
+	tokenizerTxt string // the model directory's own axllm tokenizer file, if any
+	mountRoot    string // host directory mounted at ctrModel
+	inputPath    string // the model's path inside the container
+	uid, gid     int    // who edgectl runs as: docker gets --user for non-root
+	warnings     []string
+	notes        []string
 }
 
 // preparePlan validates the model directory and the options. It has no side
@@ -198,6 +199,20 @@ func preparePlan(o BuildOptions) (*plan, error) {
 	if p.tokType == "" {
 		if p.tokType, err = tokenizerType(p.cfg, p.modelName); err != nil {
 			return nil, err
+		}
+	}
+	// axllm needs its own tokenizer file: the model's, or one exported from
+	// a byte-level BPE tokenizer.json. Check now, not after the compile.
+	matches, _ := filepath.Glob(filepath.Join(abs, "*tokenizer*.txt"))
+	for _, m := range matches {
+		if isTokenizerTxt(m) {
+			p.tokenizerTxt = m
+			break
+		}
+	}
+	if p.tokenizerTxt == "" {
+		if err := checkTokenizerExport(filepath.Join(abs, "tokenizer.json")); err != nil {
+			return nil, inputErr(err.Error(), "axllm reads its own tokenizer file: put the model's *_tokenizer.txt from AXERA's model repos into "+o.ModelDir)
 		}
 	}
 	if p.mountRoot, p.inputPath, err = modelMount(abs); err != nil {

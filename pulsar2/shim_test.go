@@ -74,16 +74,15 @@ func writeTree(t *testing.T, root string, files map[string]string) {
 	}
 }
 
-// pythons lists the interpreters to test the shim with: python3, any of
-// python3.8 … python3.12 on PATH that runs, and the paths in
-// EDGECTL_TEST_PYTHONS (colon-separated), so CI can cover every version
-// the shim supports. Each is resolved to its real executable (version
+// pythons lists the interpreters to test the shim with: python3 and the
+// paths in EDGECTL_TEST_PYTHONS (colon-separated), so CI can cover every
+// version the shim supports (3.8-3.12). Each is resolved to its real executable (version
 // manager shims are slow) and each version listed once; the probe runs once per process.
 func pythons(t *testing.T) []string {
 	t.Helper()
 	pythonsOnce.Do(func() {
 		seen := map[string]bool{}
-		cands := []string{"python3", "python3.8", "python3.9", "python3.10", "python3.11", "python3.12"}
+		cands := []string{"python3"}
 		cands = append(cands, filepath.SplitList(os.Getenv("EDGECTL_TEST_PYTHONS"))...)
 		for _, n := range cands {
 			p, err := exec.LookPath(n)

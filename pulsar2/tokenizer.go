@@ -27,7 +27,7 @@ var tokenizerFiles = []string{
 }
 
 // copyTokenizer copies the tokenizer files present in modelDir to dst and
-// returns their names. tokenizer.json or tokenizer.model is required.
+// returns their names (preparePlan made sure axllm's own file is there).
 func copyTokenizer(modelDir, dst string) ([]string, error) {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return nil, err
@@ -42,17 +42,6 @@ func copyTokenizer(modelDir, dst string) ([]string, error) {
 			return copied, err
 		}
 		copied = append(copied, name)
-	}
-	has := func(n string) bool {
-		for _, c := range copied {
-			if c == n {
-				return true
-			}
-		}
-		return false
-	}
-	if !has("tokenizer.json") && !has("tokenizer.model") && !has("vocab.json") {
-		return copied, fmt.Errorf("%s: no tokenizer (tokenizer.json, tokenizer.model or vocab.json): pull the full repository", modelDir)
 	}
 	return copied, nil
 }
@@ -111,6 +100,45 @@ func isTokenizerTxt(path string) bool {
 	return err == nil && string(b) == tokenizerTxtMagic
 }
 
+// checkTokenizerExport reports whether WriteTokenizerTxt can export path.
+func checkTokenizerExport(path string) error {
+	tj, err := tokjson.Load(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return fmt.Errorf("%s: no tokenizer.json and no *_tokenizer.txt", filepath.Dir(path))
+		}
+		return err
+	}
+	_, err = byteLevelTokens(tj)
+	return err
+}
+
+// byteLevelTokens returns every token's bytes in id order: added tokens as
+// their text, vocabulary tokens decoded from the byte-level alphabet.
+func byteLevelTokens(tj *tokjson.File) ([][]byte, error) {
+	if tj.Model.Type != "BPE" || len(tj.Model.Vocab) == 0 {
+		return nil, fmt.Errorf("%s: model type %q; the axllm tokenizer export handles byte-level BPE only", tj.Path, tj.Model.Type)
+	}
+	added := map[int]bool{}
+	for _, a := range tj.AddedTokens {
+		added[a.ID] = true
+	}
+	toks := tj.Tokens()
+	out := make([][]byte, len(toks))
+	for id, tok := range toks {
+		if added[id] {
+			out[id] = []byte(tok)
+			continue
+		}
+		raw, ok := tokjson.ByteLevelDecode(tok)
+		if !ok {
+			return nil, fmt.Errorf("%s: token %q (id %d) is not byte-level BPE; the axllm tokenizer export handles byte-level BPE only", tj.Path, tok, id)
+		}
+		out[id] = raw
+	}
+	return out, nil
+}
+
 // WriteTokenizerTxt writes the axllm tokenizer file (url_tokenizer_model)
 // for a byte-level BPE tokenizer.json: "430 1", the counts of special, stop
 // and prefix ids, the ids, then one base64 line per token id with the
@@ -120,19 +148,19 @@ func WriteTokenizerTxt(tokenizerJSONPath, dst string, stopIDs []int) error {
 	if err != nil {
 		return err
 	}
-	if tj.Model.Type != "BPE" || len(tj.Model.Vocab) == 0 {
-		return fmt.Errorf("%s: model type %q; the axllm tokenizer export handles byte-level BPE only: supply a *_tokenizer.txt in the model directory", tokenizerJSONPath, tj.Model.Type)
+	toks, err := byteLevelTokens(tj)
+	if err != nil {
+		return err
 	}
-	added := map[int]bool{}
 	var special []int
+	seen := map[int]bool{}
 	for _, a := range tj.AddedTokens {
-		if a.ID >= 0 && !added[a.ID] {
-			added[a.ID] = true
+		if a.ID >= 0 && !seen[a.ID] {
+			seen[a.ID] = true
 			special = append(special, a.ID)
 		}
 	}
 	sort.Ints(special)
-	toks := tj.Tokens()
 	out, err := atomicfile.Create(dst, 0o644)
 	if err != nil {
 		return err
@@ -144,14 +172,7 @@ func WriteTokenizerTxt(tokenizerJSONPath, dst string, stopIDs []int) error {
 		w.WriteString(strconv.Itoa(id) + " ")
 	}
 	fmt.Fprintf(w, "\n%d\n", len(toks))
-	for id, tok := range toks {
-		raw := []byte(tok) // added tokens are their literal text
-		if !added[id] {
-			var ok bool
-			if raw, ok = tokjson.ByteLevelDecode(tok); !ok {
-				return fmt.Errorf("%s: token %q (id %d) is not byte-level BPE; supply a *_tokenizer.txt in the model directory", tokenizerJSONPath, tok, id)
-			}
-		}
+	for _, raw := range toks {
 		w.WriteString(base64.StdEncoding.EncodeToString(raw))
 		w.WriteByte('\n')
 	}

@@ -1,13 +1,15 @@
 package pulsar2
 
 import (
-	"bufio"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edgectl/edgectl/format/safetensors"
 )
 
 func TestParseVersionAndBuilder(t *testing.T) {
@@ -67,7 +69,6 @@ func TestSplitLinesHandlesCarriageReturns(t *testing.T) {
 	if strings.Join(got, "|") != "a|prog 1|prog 2|done|last" {
 		t.Errorf("lines %q", got)
 	}
-	_ = bufio.MaxScanTokenSize
 }
 
 func TestReadAxllmConfigErrors(t *testing.T) {
@@ -204,5 +205,55 @@ func TestLogScannerCosSim(t *testing.T) {
 	s.add("decode layer0_gt layer0_got cos_sim is: 1.0")
 	if s.minCos != 1 {
 		t.Errorf("min cos %v", s.minCos)
+	}
+}
+
+// F16 and F32 embeddings convert to BF16 rounding to nearest even; the
+// expected bit patterns are worked out by hand.
+func TestWriteEmbeddingConverts(t *testing.T) {
+	cases := []struct {
+		dtype safetensors.DType
+		in    []uint32 // raw F16 or F32 bit patterns
+		want  []uint16
+	}{
+		{safetensors.F16,
+			[]uint32{0x3C00, 0x3C01, 0x7BFF, 0x7C00, 0xFC00, 0x0001, 0x8000, 0x3555},
+			// 1.0; 1+2^-10 rounds down; 65504 = 0x477FE000 rounds up; ±inf; 2^-24; -0; 0x3EAAA000 rounds up
+			[]uint16{0x3F80, 0x3F80, 0x4780, 0x7F80, 0xFF80, 0x3380, 0x8000, 0x3EAB}},
+		{safetensors.F32,
+			[]uint32{0x3F808000, 0x3F818000, 0x3F80C000, 0x7F7FFFFF, 0x7FC00001},
+			// ties to even (down, up), above the tie, max float to inf, NaN stays NaN
+			[]uint16{0x3F80, 0x3F82, 0x3F81, 0x7F80, 0x7FC0}},
+	}
+	for _, c := range cases {
+		dir := t.TempDir()
+		raw := make([]byte, c.dtype.ByteSize(int64(len(c.in))))
+		for i, v := range c.in {
+			if c.dtype == safetensors.F16 {
+				binary.LittleEndian.PutUint16(raw[2*i:], uint16(v))
+			} else {
+				binary.LittleEndian.PutUint32(raw[4*i:], v)
+			}
+		}
+		p := filepath.Join(dir, "m.safetensors")
+		fh, _ := os.Create(p)
+		safetensors.Write(fh, nil, []safetensors.Source{{Name: "model.embed_tokens.weight", DType: c.dtype, Shape: []int64{int64(len(c.in)), 1}, WriteTo: safetensors.FromBytes(raw)}})
+		fh.Close()
+		f, err := safetensors.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tt, _ := f.Tensor("model.embed_tokens.weight")
+		out := filepath.Join(dir, EmbedFileName)
+		if err := WriteEmbedding(f, tt, out, nil); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		b, _ := os.ReadFile(out)
+		for i, w := range c.want {
+			if g := binary.LittleEndian.Uint16(b[2*i:]); g != w {
+				t.Errorf("%s %#x → %#04x, want %#04x", c.dtype, c.in[i], g, w)
+			}
+		}
 	}
 }

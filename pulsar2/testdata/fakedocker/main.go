@@ -10,6 +10,7 @@
 //	FAKE_PULSAR2_FAIL    tile | groupn | group_size | fp32 | oom | silent | hang
 //	FAKE_PULSAR2_VERSION overrides the version (default: the image tag)
 //	FAKE_PULSAR2_COS     the cos_sim the -c check prints (default 1.0)
+//	FAKE_DOCKER_DAEMON   "down": every command fails as without a daemon
 package main
 
 import (
@@ -37,6 +38,9 @@ func main() {
 	}
 	if len(args) == 0 {
 		die(125, "docker: no command")
+	}
+	if os.Getenv("FAKE_DOCKER_DAEMON") == "down" {
+		die(1, "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?")
 	}
 	switch args[0] {
 	case "kill":
