@@ -304,3 +304,24 @@ func TestGPTQRowCodesRounding(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorCopiesMatchShared: testdata/tq is a copy of
+// ../shared/vectors/tq; when the shared tree is beside the repo (CI), the
+// copies must still be identical.
+func TestVectorCopiesMatchShared(t *testing.T) {
+	shared := "../../shared/vectors/tq"
+	if _, err := os.Stat(shared); err != nil {
+		t.Skip("../shared not present")
+	}
+	entries, err := os.ReadDir(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		a, _ := os.ReadFile(filepath.Join(shared, e.Name()))
+		b, err := os.ReadFile(filepath.Join("testdata/tq", e.Name()))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("testdata/tq/%s differs from %s (copy it again)", e.Name(), shared)
+		}
+	}
+}

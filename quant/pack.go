@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -88,6 +89,12 @@ func Pack(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Threads <= 0 {
 		opts.Threads = runtime.GOMAXPROCS(0)
 	}
+	if opts.Output == "" {
+		return nil, fmt.Errorf("no output path: pass -o OUT")
+	}
+	if a, b := absPath(opts.Input), absPath(opts.Output); a == b {
+		return nil, inputErrorf("output %s is the input: choose another -o (inputs are never modified)", opts.Output)
+	}
 	src, err := openSource(opts.Input)
 	if err != nil {
 		return nil, err
@@ -139,9 +146,13 @@ func (p *packer) progress(n int64) {
 	}
 }
 
-// chunkRows picks rows per parallel job: about 4 MiB of input.
+// chunkBytes is the input size of one parallel job (a variable so tests
+// can force many chunks on small tensors).
+var chunkBytes int64 = 4 << 20
+
+// chunkRows picks rows per parallel job: about chunkBytes of input.
 func chunkRows(l *linear) int {
-	return max(1, min(l.rows, int((4<<20)/max(1, l.rowInBytes()))))
+	return max(1, min(l.rows, int(chunkBytes/max(1, l.rowInBytes()))))
 }
 
 // valueError names tensor, shape, row and element for a bad value.
@@ -231,4 +242,12 @@ func (p *packer) transform(ctx context.Context, l *linear, outRowBytes int, orde
 		return err
 	})
 	return scales, err
+}
+
+func absPath(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return filepath.Clean(a)
 }

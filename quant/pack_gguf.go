@@ -84,8 +84,8 @@ func (p *packer) packGGUF(ctx context.Context) error {
 	switch {
 	case !d.tied && arch == "bitnet":
 		// llama.cpp's bitnet graph has no output tensor (the head is
-		// token_embd) and refuses files with unexpected tensors.
-		p.warn("untied lm_head.weight not written: llama.cpp's bitnet architecture uses token_embd as the LM head and rejects an output.weight")
+		// token_embd) and refuses files with unexpected tensors. Warned
+		// below, once the plan holds.
 	case !d.tied:
 		if err := addF16("output.weight", lay.model["lm_head"]); err != nil {
 			return err
@@ -129,6 +129,9 @@ func (p *packer) packGGUF(ctx context.Context) error {
 			}
 			plan = append(plan, t)
 		}
+	}
+	if !d.tied && arch == "bitnet" {
+		p.warn("untied lm_head.weight not written: llama.cpp's bitnet architecture uses token_embd as the LM head and rejects an output.weight")
 	}
 	// Vectors learn their shape from the header (cheap) to declare ne.
 	for _, t := range plan {

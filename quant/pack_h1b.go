@@ -56,6 +56,9 @@ func (p *packer) packH1B(ctx context.Context) error {
 			lins[i][kind] = l
 		}
 	}
+	if version == h1b.V3Sherry && (d.hidden%128 != 0 || d.inter%128 != 0) {
+		p.warn("hidden_size %d / intermediate_size %d is not a multiple of 128: the .h1b loader accepts it, but 1bit-systems' int8 Sherry kernel reads 128 weights at a time (formats.md §7)", d.hidden, d.inter)
+	}
 	hdr := h1b.Header{Version: version, HiddenSize: int32(d.hidden), IntermediateSize: int32(d.inter), NumLayers: int32(d.layers),
 		NumHeads: int32(d.heads), NumKVHeads: int32(d.kvHeads), VocabSize: int32(d.vocab), MaxSeqLen: int32(d.ctx),
 		RopeTheta: float32(d.theta), RMSNormEps: float32(d.eps)}
@@ -84,6 +87,8 @@ func (p *packer) packH1B(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// writeMatrixF32 streams a float matrix as f32 rows into tensor name,
+	// or after the last layer when name is "lm_head" (the untied head).
 	writeMatrixF32 := func(name, hf string) error {
 		l, err := p.src.linear(hf)
 		if err != nil {
@@ -98,12 +103,12 @@ func (p *packer) packH1B(ctx context.Context) error {
 			}
 			return 0, nil
 		}, func(b []byte) error {
-			if name == "" {
+			if name == "lm_head" {
 				return w.WriteTrailer(b)
 			}
 			return w.WriteF32Bytes(name, b)
 		})
-		p.res.Tensors = append(p.res.Tensors, TensorReport{Name: map[string]string{"": "lm_head"}[name] + name, Source: hf, Type: "F32", Shape: []int64{int64(l.rows), int64(l.k)}})
+		p.res.Tensors = append(p.res.Tensors, TensorReport{Name: name, Source: hf, Type: "F32", Shape: []int64{int64(l.rows), int64(l.k)}})
 		return err
 	}
 	writeVec := func(name, hf string) error {
@@ -135,7 +140,7 @@ func (p *packer) packH1B(ctx context.Context) error {
 	}
 	if !d.tied {
 		p.warn("untied lm_head appended as f32 after the last layer; legacy .h1b loaders ignore it and use the embedding")
-		if err := writeMatrixF32("", lay.model["lm_head"]); err != nil {
+		if err := writeMatrixF32("lm_head", lay.model["lm_head"]); err != nil {
 			return err
 		}
 	}

@@ -519,6 +519,8 @@ func equalI64(a, b []int64) bool {
 // TestPackErrors: bad input gets one clear line naming tensor, shape and
 // index, and no output file.
 func TestPackErrors(t *testing.T) {
+	defer func(c int64) { chunkBytes = c }(chunkBytes)
+	chunkBytes = 2000 // many jobs in flight when the bad row is hit
 	nanModel := newTiny("bitnet")
 	bad := make([]float32, 2*256+17)
 	bad[2*256+16] = float32(math.NaN())
@@ -694,6 +696,30 @@ func TestSherryNoneProjectsFloats(t *testing.T) {
 		}
 		if want := float32(sum / float64(ti.K*3/4)); math.Abs(float64(scales[r]-want)) > 1e-6*float64(want) {
 			t.Fatalf("row %d scale %v, want %v", r, scales[r], want)
+		}
+	}
+}
+
+// TestPackIsDeterministic: the output does not depend on the worker count
+// or on how tensors are cut into jobs.
+func TestPackIsDeterministic(t *testing.T) {
+	defer func(c int64) { chunkBytes = c }(chunkBytes)
+	m := newTiny("bitnet")
+	m.ternary = false
+	in := m.write(t)
+	for _, format := range []string{FormatTQ1_0, FormatSherry} {
+		var outs [][]byte
+		for i, threads := range []int{1, 3} {
+			chunkBytes = []int64{4 << 20, 1000}[i] // one job per tensor vs a few rows per job
+			out := filepath.Join(t.TempDir(), "o.bin")
+			if _, err := Pack(context.Background(), Options{Input: in, Output: out, Format: format, Threads: threads}); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(out)
+			outs = append(outs, b)
+		}
+		if !bytes.Equal(outs[0], outs[1]) {
+			t.Errorf("%s: 1 and 3 threads differ", format)
 		}
 	}
 }

@@ -178,8 +178,8 @@ type linear struct {
 	data      []byte // mmapped
 	packed    bool
 	scale     float32 // packed: multiplier applied to the {−1,0,1} codes
-	inBytes   int64
-	fromShape []int64
+	inBytes   int64   // stored bytes, for progress
+	fromShape []int64 // stored shape, for error messages
 }
 
 func (s *source) linear(name string) (*linear, error) {

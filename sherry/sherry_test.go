@@ -181,3 +181,19 @@ func TestPackTernaryRowMatchesPackRow(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorCopiesMatchShared: testdata is a copy of ../shared/vectors/sherry.
+func TestVectorCopiesMatchShared(t *testing.T) {
+	shared := "../../shared/vectors/sherry"
+	entries, err := os.ReadDir(shared)
+	if err != nil {
+		t.Skip("../shared not present")
+	}
+	for _, e := range entries {
+		a, _ := os.ReadFile(filepath.Join(shared, e.Name()))
+		b, err := os.ReadFile(filepath.Join("testdata", e.Name()))
+		if err != nil || string(a) != string(b) {
+			t.Errorf("testdata/%s differs from %s (copy it again)", e.Name(), shared)
+		}
+	}
+}

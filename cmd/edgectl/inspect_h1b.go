@@ -105,3 +105,35 @@ func rawH1B(path, tensor string, w goio.Writer) error {
 	_, err = w.Write(b)
 	return err
 }
+
+// The .htok sidecar: a tokenizer, no tensors.
+func init() {
+	registerInspector(inspector{name: "htok", match: isHtok, inspect: inspectHtok,
+		raw: func(path, tensor string, w goio.Writer) error {
+			return fmt.Errorf("%s: an .htok holds a tokenizer, no tensors", path)
+		}})
+}
+
+func isHtok(path string) bool {
+	if hasExt(path, ".htok") {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var m [4]byte
+	n, _ := f.ReadAt(m[:], 0)
+	return n == 4 && string(m[:]) == h1b.HtokMagic
+}
+
+func inspectHtok(path string) (*report, error) {
+	tok, err := h1b.ReadTokenizer(path)
+	if err != nil {
+		return nil, err
+	}
+	return &report{Path: path, Format: "htok", DTypes: map[string]int{}, Tensors: []tensorEntry{},
+		Tokenizer: &tokenizerInfo{Files: []string{path}, Model: "BPE", VocabSize: len(tok.Tokens)},
+		Metadata:  map[string]any{"vocab_size": len(tok.Tokens), "merges": len(tok.Merges), "bos_id": tok.BOS, "eos_id": tok.EOS}}, nil
+}

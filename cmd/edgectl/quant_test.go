@@ -140,3 +140,48 @@ func TestQuantPackErrorsExitCodes(t *testing.T) {
 		t.Errorf("failed packs left %v", entries)
 	}
 }
+
+// TestQuantPackGPTQAndHtok: gptq-int4 through the CLI gives a checkpoint
+// inspect reads, and a tokenizer-carrying .h1b pack gives an .htok that
+// inspect describes.
+func TestQuantPackGPTQAndHtok(t *testing.T) {
+	in := bitnetCheckpoint(t)
+	out := filepath.Join(t.TempDir(), "gptq")
+	if code, _, stderr := runCLI(t, "quant", "pack", in, "-o", out, "--format", "gptq-int4"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "--json", "inspect", out)
+	if code != 0 {
+		t.Fatalf("inspect exit %d: %s", code, stderr)
+	}
+	var r report
+	json.Unmarshal([]byte(stdout), &r)
+	if r.DTypes["I32"] != 2*7*3 || r.DTypes["F16"] != 2*7 {
+		t.Errorf("dtypes %v", r.DTypes)
+	}
+	if code, _, _ := runCLI(t, "quant", "pack", in, "-o", out, "--format", "gptq-int4"); code != 1 {
+		t.Errorf("existing output dir: exit %d", code)
+	}
+
+	// .htok: give the checkpoint a tokenizer.
+	tokdir := t.TempDir()
+	h1bIn := filepath.Join(tokdir, "m")
+	testmodel.Write(h1bIn, testmodel.Spec{ModelType: "bitnet", Hidden: 256, FFN: 512, Heads: 4, KVHeads: 2, Vocab: 8})
+	os.WriteFile(filepath.Join(h1bIn, "tokenizer.json"), []byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},
+		"pre_tokenizer":{"type":"ByteLevel"},"added_tokens":[{"id":7,"content":"<s>","special":true}]}`), 0o644)
+	os.WriteFile(filepath.Join(h1bIn, "tokenizer_config.json"), []byte(`{"bos_token":"<s>","eos_token":"<s>"}`), 0o644)
+	h1bOut := filepath.Join(tokdir, "m.h1b")
+	if code, _, stderr := runCLI(t, "quant", "pack", h1bIn, "-o", h1bOut, "--format", "tq1h"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	code, stdout, _ = runCLI(t, "--json", "inspect", filepath.Join(tokdir, "m.htok"))
+	var hr report
+	if code != 0 || json.Unmarshal([]byte(stdout), &hr) != nil || hr.Format != "htok" || hr.Tokenizer.VocabSize != 8 || hr.Metadata["merges"] != float64(1) || hr.Metadata["bos_id"] != float64(7) {
+		t.Errorf("htok inspect exit %d: %s", code, stdout)
+	}
+	// inspect of the .h1b finds its sidecar.
+	code, stdout, _ = runCLI(t, "--json", "inspect", h1bOut)
+	if code != 0 || !strings.Contains(stdout, "m.htok") || !strings.Contains(stdout, `"packing": "tq1h"`) {
+		t.Errorf("h1b inspect: %s", stdout)
+	}
+}

@@ -208,3 +208,45 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestReaderSurvivesCorruption flips bytes and truncates a valid file at
+// every header position: Open must return an error or a consistent file,
+// never panic or allocate absurdly.
+func TestReaderSurvivesCorruption(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out)
+	must(t, w.Set("general.architecture", "llama"))
+	must(t, w.Set("tokenizer.ggml.tokens", []string{"a", "b", "c"}))
+	must(t, w.Set("x.f", []float32{1, 2}))
+	must(t, w.AddTensor("a", TypeF32, 4))
+	must(t, w.AddTensor("b", TypeTQ2_0, 256, 2))
+	must(t, w.WriteHeader())
+	w.Write(make([]byte, 16+132))
+	must(t, w.Finish())
+	good := out.Bytes()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.gguf")
+	hdrEnd := bytes.Index(good, []byte{'b', 2, 0, 0, 0}) + 40
+	for i := 0; i < hdrEnd && i < len(good); i++ {
+		for _, v := range []byte{0xFF, 0x00, 0x7F} {
+			c := append([]byte{}, good...)
+			c[i] = v
+			must(t, os.WriteFile(p, c, 0o644))
+			if g, err := Open(p); err == nil {
+				for _, ti := range g.Tensors {
+					if _, err := g.Bytes(ti); err != nil {
+						t.Fatal(err)
+					}
+				}
+				g.Close()
+			}
+		}
+		must(t, os.WriteFile(p, good[:i], 0o644))
+		if g, err := Open(p); err == nil {
+			g.Close()
+			if i < len(good)-1 {
+				t.Fatalf("truncated at %d accepted", i)
+			}
+		}
+	}
+}

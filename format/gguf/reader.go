@@ -453,7 +453,14 @@ func (g *File) parse() error {
 		if bs := t.Type.BlockSize(); t.Ne[0]%bs != 0 {
 			return fail("ne[0] = %d is not a multiple of the %s block size %d", t.Ne[0], t.Type, bs)
 		}
-		t.Size = t.Type.RowSize(t.Ne[0]) * t.Rows()
+		if t.Ne[0]/t.Type.BlockSize() > math.MaxInt64/t.Type.TypeSize() {
+			return fail("%s %v is too large to address", t.Type, t.Ne)
+		}
+		rowSize, rows := t.Type.RowSize(t.Ne[0]), t.Rows()
+		if rows > 0 && rowSize > math.MaxInt64/rows {
+			return fail("%s %v is too large to address", t.Type, t.Ne)
+		}
+		t.Size = rowSize * rows
 		if t.RelOffset < 0 || t.RelOffset%g.Alignment != 0 {
 			return fail("data offset %d is not a multiple of the alignment %d", t.RelOffset, g.Alignment)
 		}

@@ -198,3 +198,38 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenSurvivesCorruption: any header byte changed or any truncation
+// gives an error or a file whose every region can be read; never a panic.
+func TestOpenSurvivesCorruption(t *testing.T) {
+	h := testHeader(3)
+	_, end, err := Layout(h)
+	must(t, err)
+	body := make([]byte, end)
+	copy(body, h.Encode())
+	p := filepath.Join(t.TempDir(), "c.h1b")
+	for i := 0; i < 52; i++ {
+		for _, v := range []byte{0xFF, 0x00, 0x80, 0x01} {
+			c := append([]byte{}, body...)
+			c[i] = v
+			must(t, os.WriteFile(p, c, 0o644))
+			if f, err := Open(p); err == nil {
+				for _, ti := range f.Tensors {
+					if _, err := f.Bytes(ti); err != nil {
+						t.Fatal(err)
+					}
+					if ti.Kind == Packed {
+						if _, err := f.Scales(ti); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				f.Close()
+			}
+		}
+		must(t, os.WriteFile(p, body[:i], 0o644))
+		if _, err := Open(p); err == nil {
+			t.Fatalf("truncated at %d accepted", i)
+		}
+	}
+}
