@@ -32,7 +32,7 @@ func (c *checker) checkConfig() bool {
 		// the runtime dies with "parse error … empty input", and edgectl can
 		// regenerate the file from the .axmodel files and the embedding.
 		c.add(Finding{ID: "config-empty", Severity: Fixable, Message: "config.json is a 0-byte stub; axllm fails with \"parse error … empty input\"",
-			Evidence: le.Error(), Fix: "edgectl pulsar2 axllm-config " + quote(c.dir)})
+			Evidence: le.Error(), Fix: "edgectl pulsar2 axllm-config " + quote(c.dir) + " --in-place"})
 	case errors.Is(err, hfconfig.ErrEmpty):
 		c.add(Finding{ID: "config-empty", Severity: Blocking, Message: "config.json is empty; the runtime and the compiler need the model config",
 			Evidence: le.Error(), Fix: "restore it from the upstream repository: edgectl pull ORG/NAME --include config.json"})

@@ -25,7 +25,7 @@ and check a built directory for the axllm runtime (verify).`,
 	image := &cobra.Command{Use: "image", Short: "Work on the pulsar2 container image"}
 	image.AddCommand(newPulsar2ImagePatchCmd(io, runPulsar2ImagePatch))
 	cmd.AddCommand(newPulsar2BuildCmd(io, runPulsar2Build), newPulsar2ShimCmd(io, runPulsar2Shim),
-		newPulsar2VerifyCmd(io, runPulsar2Verify), image)
+		newPulsar2VerifyCmd(io, runPulsar2Verify), newPulsar2ConfigCmd(io, runPulsar2Config), image)
 	return cmd
 }
 

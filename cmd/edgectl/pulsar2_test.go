@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	goio "io"
 	"os"
 	"os/exec"
@@ -203,5 +204,40 @@ func TestPulsar2ImagePatchCommand(t *testing.T) {
 	}
 	if d, _ := patched.Digest(); d.String() != res.Digest {
 		t.Errorf("digest %s, result says %s", d, res.Digest)
+	}
+}
+
+func TestPulsar2AxllmConfigCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "qwen3-ax650")
+	side := filepath.Join(dir, "qwen3_tokenizer")
+	os.MkdirAll(side, 0o755)
+	for _, n := range []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json"} {
+		b, _ := os.ReadFile(filepath.Join("..", "..", "pulsar2", "testdata", "qwen3-tok", n))
+		os.WriteFile(filepath.Join(side, n), b, 0o644)
+	}
+	for i := range 8 {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("qwen3_p128_l%d_together.axmodel", i)), []byte("x"), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "qwen3_post.axmodel"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, pulsar2.EmbedFileName), make([]byte, 6400*768*2), 0o644)
+	os.WriteFile(filepath.Join(dir, "config.json"), nil, 0o644)
+
+	// doctor says it is fixable and names the command; the command fixes it.
+	code, out, _ := runCLI(t, "doctor", dir)
+	if code != cli.ExitFixable || !strings.Contains(out, "edgectl pulsar2 axllm-config") {
+		t.Fatalf("doctor: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "pulsar2", "axllm-config", dir)
+	if code != 0 || !strings.Contains(out, `"tokens_embed_num": 6400`) {
+		t.Fatalf("dry run: exit %d %s", code, out)
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "config.json")); st.Size() != 0 {
+		t.Fatal("printing the config wrote it")
+	}
+	if code, _, stderr := runCLI(t, "pulsar2", "axllm-config", dir, "--in-place"); code != 0 {
+		t.Fatalf("--in-place: exit %d %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "pulsar2", "verify", dir); code != 0 {
+		t.Fatalf("verify after regeneration: exit %d %s", code, stderr)
 	}
 }

@@ -1,0 +1,131 @@
+package pulsar2
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/edgectl/edgectl/format/hfconfig"
+)
+
+// RegenOptions tune RegenerateConfig.
+type RegenOptions struct {
+	ModelName     string // default: the directory name
+	TokenizerType string // default: from the model family
+	// Write replaces the runtime config (keeping config.json.orig); without
+	// it the config is only computed.
+	Write bool
+}
+
+// RegenerateConfig rebuilds the ax-llm config.json of an already compiled
+// model directory. Hugging Face repositories of compiled models often ship a
+// 0-byte config.json, and axllm dies on it with "parse error … empty
+// input". Everything the runtime needs can be recovered from the directory:
+// the layer and post models (DiscoverLayout), the bf16 embedding's size and
+// the model's Hugging Face config in the tokenizer sidecar directory
+// (*tokenizer*/config.json, where axllm itself looks) give vocab × hidden,
+// and the tokenizer file is the shipped *_tokenizer.txt or one exported
+// from the sidecar's tokenizer.json. A missing post_config.json is written
+// from the sidecar's generation_config.json.
+func RegenerateConfig(dir string, opts RegenOptions) (*AxllmConfig, error) {
+	if b, err := os.ReadFile(filepath.Join(dir, AxllmConfigName)); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		if c, err := ParseAxllmConfig(b, filepath.Join(dir, AxllmConfigName)); err == nil {
+			return c, nil // already valid: nothing to regenerate
+		}
+	}
+	lay, err := DiscoverLayout(dir)
+	if err != nil {
+		return nil, err
+	}
+	side, hf, err := findSidecar(dir)
+	if err != nil {
+		return nil, err
+	}
+	text := hf.Text()
+	st, err := os.Stat(filepath.Join(dir, EmbedFileName))
+	if err != nil {
+		return nil, fmt.Errorf("%s: no %s; it holds the token embeddings and cannot be regenerated without the source checkpoint (edgectl pulsar2 build writes it)", dir, EmbedFileName)
+	}
+	row := int64(text.HiddenSize) * 2
+	if text.HiddenSize <= 0 || st.Size()%row != 0 {
+		return nil, fmt.Errorf("%s: %d bytes is not a whole number of bf16 rows of hidden_size %d (from %s)", EmbedFileName, st.Size(), text.HiddenSize, filepath.Join(side, "config.json"))
+	}
+	vocab := int(st.Size() / row)
+	name := opts.ModelName
+	if name == "" {
+		name = filepath.Base(filepath.Clean(dir))
+	}
+	tokType := opts.TokenizerType
+	if tokType == "" {
+		if tokType, err = tokenizerType(hf, name); err != nil {
+			return nil, err
+		}
+	}
+	gen, err := hfconfig.LoadGeneration(side)
+	if err != nil {
+		return nil, err
+	}
+	tok := ""
+	if m, _ := filepath.Glob(filepath.Join(dir, "*_tokenizer.txt")); len(m) == 1 && isTokenizerTxt(m[0]) {
+		tok = filepath.Base(m[0])
+	}
+	cfg := &AxllmConfig{
+		ModelName: name, TokenizerType: tokType, URLTokenizerModel: tok,
+		TemplateFilenameAxmodel: lay.Template, AxmodelNum: lay.Layers, FilenamePostAxmodel: lay.Post,
+		FilenameTokensEmbed: EmbedFileName, TokensEmbedNum: vocab, TokensEmbedSize: text.HiddenSize,
+		PostConfigPath: PostConfigName, Eos: boolp(false), UseMmapLoadEmbed: boolp(true),
+	}
+	if text.NumHiddenLayers > 0 && text.NumHiddenLayers != lay.Layers {
+		return nil, fmt.Errorf("%s: %d layer files but num_hidden_layers %d in %s", dir, lay.Layers, text.NumHiddenLayers, filepath.Join(side, "config.json"))
+	}
+	if !opts.Write {
+		if tok == "" {
+			cfg.URLTokenizerModel = strings.ToLower(hf.ModelType) + "_tokenizer.txt"
+		}
+		return cfg, nil
+	}
+	if tok == "" {
+		tok = strings.ToLower(strings.ReplaceAll(hf.ModelType, "-", "_")) + "_tokenizer.txt"
+		stops := []int(gen.EosTokenID)
+		if len(stops) == 0 {
+			stops = []int(text.EosTokenID)
+		}
+		if err := WriteTokenizerTxt(filepath.Join(side, "tokenizer.json"), filepath.Join(dir, tok), stops); err != nil {
+			return nil, err
+		}
+		cfg.URLTokenizerModel = tok
+	}
+	if _, err := ReadPostConfig(filepath.Join(dir, PostConfigName)); err != nil {
+		post := postConfigFrom(gen)
+		if err := writeJSON(filepath.Join(dir, PostConfigName), &post); err != nil {
+			return nil, err
+		}
+	}
+	target := filepath.Join(dir, AxllmConfigName)
+	if _, err := os.Lstat(target + ".orig"); errors.Is(err, os.ErrNotExist) {
+		if err := os.Rename(target, target+".orig"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	if err := writeJSON(target, cfg); err != nil {
+		return nil, err
+	}
+	return VerifyOutput(dir)
+}
+
+// findSidecar finds the Hugging Face config beside a compiled model:
+// DIR/tokenizer/config.json as edgectl writes it, or any
+// DIR/*tokenizer*/config.json as AXERA's repositories ship it.
+func findSidecar(dir string) (string, *hfconfig.Config, error) {
+	cands, _ := filepath.Glob(filepath.Join(dir, "*tokenizer*", "config.json"))
+	for _, c := range cands {
+		cfg, err := hfconfig.Load(c)
+		if err == nil && cfg.Text().HiddenSize > 0 {
+			return filepath.Dir(c), cfg, nil
+		}
+	}
+	return "", nil, fmt.Errorf("%s: no *tokenizer*/config.json with the model's hidden_size: copy the Hugging Face config.json and tokenizer files into %s/tokenizer/", dir, dir)
+}
