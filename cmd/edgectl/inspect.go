@@ -123,8 +123,8 @@ func printReport(io *cli.IO, r *report) {
 		io.Printf("dims:         hidden %d, ffn %d, layers %d, heads %d/%d (head_dim %d), vocab %d, context %d\n",
 			d.HiddenSize, d.IntermediateSize, d.Layers, d.Heads, d.KVHeads, d.HeadDim, d.VocabSize, d.ContextLength)
 	}
-	io.Printf("parameters:   %s (%d)\n", humanCount(r.Parameters), r.Parameters)
-	io.Printf("tensor bytes: %s\n", humanBytes(r.TensorBytes))
+	io.Printf("parameters:   %s (%d)\n", cli.Count(r.Parameters), r.Parameters)
+	io.Printf("tensor bytes: %s\n", cli.Bytes(r.TensorBytes))
 	var dts []string
 	for k, v := range r.DTypes {
 		dts = append(dts, fmt.Sprintf("%s×%d", k, v))
@@ -147,7 +147,7 @@ func printReport(io *cli.IO, r *report) {
 	}
 	io.Printf("tensors (%d):\n", len(r.Tensors))
 	for _, t := range r.Tensors {
-		io.Printf("  %-48s %-6s %-16s %s\n", t.Name, t.DType, fmt.Sprint(t.Shape), humanBytes(t.Size))
+		io.Printf("  %-48s %-6s %-16s %s\n", t.Name, t.DType, fmt.Sprint(t.Shape), cli.Bytes(t.Size))
 	}
 }
 
@@ -242,29 +242,4 @@ func rawCheckpoint(dir, tensor string, w goio.Writer) error {
 	}
 	_, err = goio.Copy(w, f.Reader(t))
 	return err
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-func humanCount(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2fB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2fM", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1fK", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
 }

@@ -119,7 +119,7 @@ func runPull(ctx context.Context, io *cli.IO, o *pullOptions) error {
 			cached++
 		}
 	}
-	how := fmt.Sprintf("%s downloaded, %d of %d files from the cache", pullSize(snap.Downloaded()), cached, len(snap.Files))
+	how := fmt.Sprintf("%s downloaded, %d of %d files from the cache", cli.Bytes(snap.Downloaded()), cached, len(snap.Files))
 	if snap.Offline {
 		how = fmt.Sprintf("%d files from the cache (offline)", len(snap.Files))
 	}
@@ -173,18 +173,4 @@ func (p *pullProgress) finish() {
 	if p.bar != nil {
 		p.bar.Finish()
 	}
-}
-
-// pullSize formats a byte count (kept here so pull.go depends on no other command's file).
-func pullSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
