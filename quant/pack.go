@@ -204,6 +204,9 @@ func (p *packer) scan(ctx context.Context, l *linear) (*plan, error) {
 func (p *packer) transform(ctx context.Context, l *linear, outRowBytes int, order []int,
 	fn func(r int, w []float32, q []int8, dst []byte) (float32, error), emit func([]byte) error) ([]float32, error) {
 	scales := make([]float32, l.rows)
+	if l.release != nil {
+		defer l.release()
+	}
 	cr := chunkRows(l)
 	n := (l.rows + cr - 1) / cr
 	// Output chunks are recycled once written: the pipeline then allocates

@@ -176,6 +176,7 @@ type linear struct {
 	rows, k   int
 	dtype     safetensors.DType
 	data      []byte // mmapped
+	release   func() // drops data's pages from the resident set
 	packed    bool
 	scale     float32 // packed: multiplier applied to the {−1,0,1} codes
 	inBytes   int64   // stored bytes, for progress
@@ -194,7 +195,8 @@ func (s *source) linear(name string) (*linear, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &linear{name: name, rows: int(t.Shape[0]), k: int(t.Shape[1]), dtype: t.DType, data: data, inBytes: t.Size(), fromShape: t.Shape}
+	l := &linear{name: name, rows: int(t.Shape[0]), k: int(t.Shape[1]), dtype: t.DType, data: data, inBytes: t.Size(), fromShape: t.Shape,
+		release: func() { f.Release(t) }}
 	switch t.DType {
 	case safetensors.F32, safetensors.F16, safetensors.BF16:
 	case safetensors.U8:

@@ -108,3 +108,20 @@ func (f *File) CopyTensor(t Tensor) func(io.Writer) error {
 		return FromReader(f.f, t.Size())(w)
 	}
 }
+
+// Release tells the kernel the mapped pages of t are no longer needed, so a
+// pass over a checkpoint larger than RAM keeps its resident set flat. The
+// mapping stays valid: touching t again reads it back from the file.
+func (f *File) Release(t Tensor) {
+	if f.mapped == nil {
+		return
+	}
+	start := f.DataStart() + t.Begin
+	end := start + t.Size()
+	page := int64(pageSize)
+	start = (start + page - 1) / page * page // only whole pages inside t
+	end = end / page * page
+	if end > start {
+		madviseDontNeed(f.mapped[start:end])
+	}
+}

@@ -9,3 +9,7 @@ import (
 
 func mmapFile(f *os.File, size int64) ([]byte, error) { return nil, errors.New("mmap unsupported") }
 func munmap(b []byte)                                 {}
+
+const pageSize = 4096
+
+func madviseDontNeed(b []byte) {}

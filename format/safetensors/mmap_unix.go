@@ -4,18 +4,23 @@ package safetensors
 
 import (
 	"os"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 func mmapFile(f *os.File, size int64) ([]byte, error) {
 	if size == 0 {
 		return []byte{}, nil
 	}
-	return syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	return unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 }
+
+var pageSize = unix.Getpagesize()
+
+func madviseDontNeed(b []byte) { unix.Madvise(b, unix.MADV_DONTNEED) }
 
 func munmap(b []byte) {
 	if len(b) > 0 {
-		syscall.Munmap(b)
+		unix.Munmap(b)
 	}
 }
