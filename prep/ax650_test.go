@@ -108,6 +108,16 @@ func TestE2EHubToAX650AnswersThroughAxcl(t *testing.T) {
 		t.Fatalf("axcl lane answered %q %+v, %v", text.String(), r, err)
 	}
 	t.Logf("axcl lane answers %q (ttft %v)", text.String(), r.TTFT)
+
+	// And through serve --models, which routes the compiled dir to axcl.
+	models := filepath.Join(tmp, "models")
+	must(t, os.MkdirAll(models, 0o755))
+	must(t, os.Rename(o.Out, filepath.Join(models, "llama-tiny-ax650")))
+	if got := serveGenerate(t, models, filepath.Join(bins, "axllm"), "llama-tiny-ax650", "Once upon a time", 16); strings.TrimSpace(got) == "" {
+		t.Error("serve's axcl lane answered nothing")
+	} else {
+		t.Logf("serve (axcl lane) answers %q", got)
+	}
 }
 
 func TestAX650DoctorBlocksMoE(t *testing.T) {
@@ -154,4 +164,13 @@ func TestAX650CompilerFailureIsAToolError(t *testing.T) {
 	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "import,doctor,patch-config,layernorm,quant" {
 		t.Errorf("retry skipped %v", s)
 	}
+}
+
+// TestMain removes the fake programs built for the package's tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fakeBinsDir != "" {
+		os.RemoveAll(fakeBinsDir)
+	}
+	os.Exit(code)
 }

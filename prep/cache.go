@@ -187,8 +187,8 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// begin starts writing the entry for key. With replace (--force) an
-// existing entry is moved aside and removed first.
+// begin starts writing the entry for key. With replace an existing entry
+// is moved aside and removed first.
 func (c *Cache) begin(key string, replace bool) (*atomicfile.Dir, error) {
 	target := c.entry(key)
 	if replace {

@@ -67,7 +67,7 @@ func greedy(t *testing.T, path, prompt string, n int) ([]int, string) {
 func TestE2EHubToCPUAnswers(t *testing.T) {
 	commit := fakeHub(t, "acme/tinystories-656k", tinyStories)
 	tmp := t.TempDir()
-	out := filepath.Join(tmp, "OUT")
+	out := filepath.Join(tmp, "models", "tinystories")
 	res, err := Run(context.Background(), nil, Options{Source: "acme/tinystories-656k@main", Target: TargetCPU, Out: out, CacheDir: filepath.Join(tmp, "cache")})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,11 @@ func TestE2EHubToCPUAnswers(t *testing.T) {
 	if len(gotIDs) == 0 || strings.TrimSpace(text) == "" || !equalInts(gotIDs, wantIDs) {
 		t.Fatalf("OUT answered %v %q, the source answers %v", gotIDs, text, wantIDs)
 	}
-	t.Logf("OUT answers: Once upon a time%s", text)
+	// serve --models picks OUT up and answers the same through its API.
+	if got := serveGenerate(t, filepath.Join(tmp, "models"), "", "tinystories", "Once upon a time", 12); got != text {
+		t.Errorf("serve answered %q, the engine on OUT %q", got, text)
+	}
+	t.Logf("serve answers: Once upon a time%s", text)
 
 	// A second run finds everything cached, the Hub included.
 	var log eventLog
@@ -96,6 +100,18 @@ func TestE2EHubToCPUAnswers(t *testing.T) {
 	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "pull,import,check,out" {
 		t.Errorf("second run skipped %v", s)
 	}
+
+	// Offline (HF_HUB_OFFLINE=1, as on an air-gapped builder) the Hub cache
+	// answers and the run completes from the step cache.
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	t.Setenv("HF_ENDPOINT", "http://127.0.0.1:1") // nothing listens: any request would fail
+	log = eventLog{}
+	if _, err := Run(context.Background(), log.io(), Options{Source: "acme/tinystories-656k@main", Target: TargetCPU, Out: out, CacheDir: filepath.Join(tmp, "cache")}); err != nil {
+		t.Fatalf("offline rerun: %v", err)
+	}
+	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "pull,import,check,out" {
+		t.Errorf("offline run skipped %v", s)
+	}
 }
 
 func TestE2EHubToH1BAnswers(t *testing.T) {
@@ -104,7 +120,7 @@ func TestE2EHubToH1BAnswers(t *testing.T) {
 	writeBitNet(t, src)
 	fakeHub(t, "acme/bitnet-tiny", src)
 	for _, format := range []string{"sherry", "tq1h"} {
-		out := filepath.Join(tmp, "OUT-"+format)
+		out := filepath.Join(tmp, "models-"+format, "bitnet")
 		res, err := Run(context.Background(), nil, Options{Source: "acme/bitnet-tiny", Target: TargetH1B, Format: format, Out: out, CacheDir: filepath.Join(tmp, "cache")})
 		if err != nil {
 			t.Fatal(err)
@@ -117,10 +133,14 @@ func TestE2EHubToH1BAnswers(t *testing.T) {
 			t.Errorf("%s: OUT holds %v", format, names)
 		}
 		// The packed model generates what the float checkpoint generates.
-		got, _ := greedy(t, filepath.Join(out, "bitnet-tiny.h1b"), "Once upon a time", 8)
+		got, gotText := greedy(t, filepath.Join(out, "bitnet-tiny.h1b"), "Once upon a time", 8)
 		want, _ := greedy(t, src, "Once upon a time", 8)
 		if len(got) == 0 || !equalInts(got, want) {
 			t.Errorf("%s: packed model says %v, float checkpoint %v", format, got, want)
+		}
+		// serve --models finds the .h1b one level down and answers the same.
+		if s := serveGenerate(t, filepath.Join(tmp, "models-"+format), "", "bitnet-tiny", "Once upon a time", 8); s != gotText {
+			t.Errorf("%s: serve answered %q, the engine %q", format, s, gotText)
 		}
 	}
 }

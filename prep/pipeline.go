@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,6 +75,22 @@ func (o *Options) defaults() error {
 	if o.Out == "" {
 		return cli.Usagef("prep needs -o OUT, the artifact directory to write")
 	}
+	if o.Target == "" {
+		return cli.Usagef("prep needs --target: one of %s", strings.Join(Targets, ", "))
+	}
+	if o.Target != TargetAX650 && contains(Targets, o.Target) {
+		for _, f := range []struct {
+			flag string
+			set  bool
+		}{{"--kv-cache-len", o.KVCacheLen != 0}, {"--eos", o.EOS != nil}, {"--chip", o.Chip != ""}, {"--image", o.Image != ""}, {"--runtime", o.Runtime != ""}} {
+			if f.set {
+				return cli.Usagef("%s applies to --target ax650 only", f.flag)
+			}
+		}
+	}
+	if o.Ternarize != "" && (o.Target == TargetCPU || o.Target == TargetAX650) {
+		return cli.Usagef("--ternarize applies to --target gguf and h1b only")
+	}
 	switch o.Target {
 	case TargetCPU:
 		if o.Format != "" {
@@ -94,8 +111,14 @@ func (o *Options) defaults() error {
 		if err := oneOf("--format", &o.Format, "tq2_0", "tq1_0"); err != nil {
 			return err
 		}
+		if err := oneOf("--ternarize", &o.Ternarize, "auto", "absmean", "none"); err != nil {
+			return err
+		}
 	case TargetH1B:
 		if err := oneOf("--format", &o.Format, "sherry", "halo2", "tq1h"); err != nil {
+			return err
+		}
+		if err := oneOf("--ternarize", &o.Ternarize, "auto", "absmean", "none"); err != nil {
 			return err
 		}
 	case "":
@@ -223,6 +246,9 @@ func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
 	all := append([]Step{importStep(src, local)}, steps...)
 	r := &runner{cache: cache, rep: rep, force: o.Force}
 	records, dir, key, err := r.run(ctx, src.Dir, src.Key, all)
+	if errors.Is(err, context.Canceled) {
+		return nil, fmt.Errorf("prep interrupted: finished steps are cached, run the same command again to resume: %w", err)
+	}
 	if err != nil {
 		return nil, err
 	}

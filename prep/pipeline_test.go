@@ -325,3 +325,48 @@ func TestPrepInputErrors(t *testing.T) {
 		})
 	}
 }
+
+// A development build keys its steps by its own digest, so changed code
+// never reuses what older code cached.
+func TestBuildIDOfDevBuilds(t *testing.T) {
+	id := buildID()
+	exe, _ := os.Executable()
+	sum, _, err := HashFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != "dev+"+sum[:16] {
+		t.Errorf("buildID() = %q, want dev+%s", id, sum[:16])
+	}
+}
+
+// A damaged cache entry (a file truncated behind prep's back) is not
+// trusted: the step runs again and replaces it.
+func TestPrepRedoesDamagedCacheEntry(t *testing.T) {
+	tmp := t.TempDir()
+	opts := cpuOpts(t, filepath.Join(tmp, "cache"), filepath.Join(tmp, "OUT"))
+	res, err := Run(context.Background(), nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := filepath.Join(opts.CacheDir, "steps", res.Manifest.Steps[0].Key, "out", "model.safetensors")
+	if err := os.Truncate(damaged, 100); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(opts.Out)
+	var log eventLog
+	if _, err := Run(context.Background(), log.io(), opts); err != nil {
+		t.Fatal(err)
+	}
+	evs := log.events(t)
+	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,import,out" {
+		t.Errorf("after damage, done %v (check stays cached: its key is unchanged)", s)
+	}
+	m, err := ReadManifest(opts.Out)
+	if err != nil || m.Verify(opts.Out) != nil {
+		t.Fatalf("OUT after repair: %v", err)
+	}
+	if st, _ := os.Stat(damaged); st.Size() == 100 {
+		t.Error("the damaged entry was not replaced")
+	}
+}

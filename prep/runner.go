@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
@@ -103,7 +104,7 @@ func (r *runner) run(ctx context.Context, srcDir, srcKey string, steps []Step) (
 		if err := ctx.Err(); err != nil {
 			return nil, "", "", err
 		}
-		k, err := stepKey(st.Name, st.Version, version.String(), st.Options, key)
+		k, err := stepKey(st.Name, st.Version, buildID(), st.Options, key)
 		if err != nil {
 			return nil, "", "", inStep(st.Name, err)
 		}
@@ -143,7 +144,9 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 
 	start := time.Now()
 	r.rep.Emit(Event{Event: "start", Step: st.Name, Key: key})
-	d, err := r.cache.begin(key, r.force)
+	// An entry that exists here is either being redone (--force) or failed
+	// lookup's checks (damaged): either way it is replaced.
+	d, err := r.cache.begin(key, true)
 	if err != nil {
 		return stepResult{}, inStep(st.Name, fmt.Errorf("cache: %w", err))
 	}
@@ -167,8 +170,8 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 		rec.Findings = []Finding{}
 	}
 	if !st.Check {
-		if st, err := os.Stat(sc.Out); err != nil || !st.IsDir() {
-			return stepResult{}, inStep(sc.Name, errNoOutput)
+		if fi, err := os.Stat(sc.Out); err != nil || !fi.IsDir() {
+			return stepResult{}, inStep(st.Name, errNoOutput)
 		}
 		names, err := listFiles(sc.Out)
 		if err != nil {
@@ -195,3 +198,27 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 
 // exitCode is the code an error will exit with (for error events).
 func exitCode(err error) int { return cli.CodeOf(err) }
+
+var (
+	buildIDOnce sync.Once
+	buildIDVal  string
+)
+
+// buildID is what step keys record of edgectl itself: the release version,
+// or for a development build ("dev") also a digest of the running binary,
+// so that rebuilding edgectl with changed code does not reuse steps the
+// old code produced.
+func buildID() string {
+	buildIDOnce.Do(func() {
+		buildIDVal = version.String()
+		if buildIDVal != "dev" {
+			return
+		}
+		if exe, err := os.Executable(); err == nil {
+			if sum, _, err := HashFile(exe); err == nil {
+				buildIDVal += "+" + sum[:16]
+			}
+		}
+	})
+	return buildIDVal
+}

@@ -17,9 +17,11 @@ import (
 // modelFiles are the files of a checkpoint the pipeline carries along:
 // weights, configs, tokenizers, chat templates. READMEs, images and
 // pickled PyTorch weights (*.bin, *.pt: code, not data) stay behind.
+// Repos that also carry GGUF or ONNX exports do not have them downloaded:
+// prep's input is the safetensors checkpoint.
 var modelFiles = []string{
 	"*.json", "*.safetensors", "*.jinja", "tokenizer.model", "*.tiktoken",
-	"merges.txt", "vocab.txt", "*.gguf", "*.h1b", "*.htok",
+	"merges.txt", "vocab.txt",
 }
 
 func isModelFile(rel string) bool {

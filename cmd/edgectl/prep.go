@@ -94,7 +94,7 @@ func runPrep(ctx context.Context, io *cli.IO, o *prepOptions) error {
 		io.Event(result)
 		return nil
 	}
-	io.Logf("%s: %d files, %s, manifest sha256 %s", res.Out, result.Files, pullSize(result.Bytes), res.ManifestSHA256[:12])
+	io.Logf("%s: %d files, %s, manifest sha256 %s", res.Out, result.Files, cli.Bytes(result.Bytes), res.ManifestSHA256[:12])
 	io.Printf("%s\n", res.Out)
 	if result.Ref != "" {
 		io.Printf("%s\n", result.Ref)
@@ -120,6 +120,6 @@ func pushDir(ctx context.Context, io *cli.IO, dir, ref string, insecure bool) (*
 		return nil, err
 	}
 	io.Event(prep.Event{Event: "done", Step: "push", Ref: res.Ref, Digest: res.Digest, Files: res.Files, Bytes: res.Bytes})
-	io.Logf("pushed %s (%d files, %s)", res.Ref, res.Files, pullSize(res.Bytes))
+	io.Logf("pushed %s (%d files, %s)", res.Ref, res.Files, cli.Bytes(res.Bytes))
 	return res, nil
 }

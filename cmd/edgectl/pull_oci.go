@@ -46,7 +46,7 @@ func runPullOCI(ctx context.Context, io *cli.IO, ref, localDir string) error {
 	if res.UpToDate {
 		io.Logf("%s already holds %s", res.Dir, res.Ref)
 	} else {
-		io.Logf("%s → %s: %d files, %s, every digest verified", res.Ref, res.Dir, res.Files, pullSize(res.Bytes))
+		io.Logf("%s → %s: %d files, %s, every digest verified", res.Ref, res.Dir, res.Files, cli.Bytes(res.Bytes))
 	}
 	io.Printf("%s\n", res.Dir)
 	return nil

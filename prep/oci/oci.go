@@ -48,6 +48,8 @@ type Options struct {
 	Transport http.RoundTripper
 	// Insecure allows plain HTTP to registries other than localhost.
 	Insecure bool
+	// Jobs is how many layers a pull fetches at once (default 4).
+	Jobs int
 	// OnFile hears about each file as it is sent or received.
 	OnFile func(path string, size int64, cached bool)
 	// Progress, when set, is called with bytes moved so far and the total.

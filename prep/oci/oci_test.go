@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,6 +114,30 @@ func TestPushPullRoundTrip(t *testing.T) {
 	for _, l := range mf.Layers {
 		if l.MediaType != "application/vnd.oci.image.layer.v1.tar+zstd" || l.Annotations[AnnotationTitle] == "" || len(l.Annotations[AnnotationFileSHA256]) != 64 {
 			t.Errorf("layer %+v", l)
+		}
+	}
+
+	// Any OCI tool can unpack it: go-containerregistry's own flattening
+	// (what `crane export` does) yields every file with its bytes.
+	rc := mutate.Extract(img)
+	tr := tar.NewReader(rc)
+	exported := map[string][]byte{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			exported[h.Name], _ = io.ReadAll(tr)
+		}
+	}
+	rc.Close()
+	for name, b := range readTree(t, out) {
+		if !bytes.Equal(exported[name], b) {
+			t.Errorf("crane-style export of %s differs", name)
 		}
 	}
 
@@ -342,4 +368,69 @@ func mustRef(t *testing.T, s string) name.Reference {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// An image whose every layer matches its annotation but whose manifest.json
+// describes other files (a mixed-up or hand-assembled artifact) is refused.
+func TestPullRejectsManifestNotMatchingLayers(t *testing.T) {
+	_, host := newRegistry(t)
+	tmp := t.TempDir()
+	out := buildOut(t, tmp)
+	img, _, err := Build(out, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, _ := img.Manifest()
+	layers, _ := img.Layers()
+
+	// A manifest.json that claims another digest for config.json.
+	m, err := prep.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.Files {
+		if m.Files[i].Path == "config.json" {
+			m.Files[i].SHA256 = strings.Repeat("ab", 32)
+		}
+	}
+	lie := t.TempDir()
+	raw, _ := m.Marshal()
+	os.WriteFile(filepath.Join(lie, prep.ManifestName), raw, 0o644)
+	sum, size, _ := prep.HashFile(filepath.Join(lie, prep.ManifestName))
+	lieLayer, err := spoolLayer(lie, prep.ManifestName, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var adds []mutate.Addendum
+	for i, l := range layers {
+		anns := mf.Layers[i].Annotations
+		if anns[AnnotationTitle] == prep.ManifestName {
+			l = lieLayer
+			anns = map[string]string{AnnotationTitle: prep.ManifestName, AnnotationFileSHA256: sum, AnnotationFileSize: strconv.FormatInt(size, 10)}
+		}
+		adds = append(adds, mutate.Addendum{Layer: l, Annotations: anns})
+	}
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	forged, err := mutate.Append(base, adds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anns := map[string]string{}
+	for k, v := range mf.Annotations {
+		anns[k] = v
+	}
+	anns[AnnotationManifestSHA256] = sum
+	ref := mustRef(t, host+"/m/mixed:1")
+	if err := remote.Write(ref, mutate.Annotations(forged, anns).(v1.Image)); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(tmp, "pulled")
+	_, err = Pull(context.Background(), ref.String(), dst, anon)
+	if !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), "config.json") {
+		t.Fatalf("pull of a mismatched manifest: %v", err)
+	}
+	if _, serr := os.Stat(dst); !os.IsNotExist(serr) {
+		t.Error("a rejected pull left the target directory")
+	}
 }

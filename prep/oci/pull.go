@@ -11,8 +11,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -53,6 +56,10 @@ func Pull(ctx context.Context, ref, dir string, o Options) (*PullResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Layer fetches use the context the image was opened with: cancelling
+	// it stops the other downloads when one fails.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain())}
 	if o.Transport != nil {
 		opts = append(opts, remote.WithTransport(o.Transport))
@@ -106,30 +113,8 @@ func Pull(ctx context.Context, ref, dir string, o Options) (*PullResult, error) 
 		return nil, err
 	}
 	defer tmp.Abort()
-	var done int64
-	for _, f := range files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		l, err := img.LayerByDigest(f.desc.Digest)
-		if err != nil {
-			return nil, registryErr("pull", r.String(), err)
-		}
-		if err := fetchFile(l, f, tmp.Path, func(n int64) {
-			if o.Progress != nil {
-				o.Progress(done+n, total)
-			}
-		}); err != nil {
-			var ce *cli.Error
-			if errors.As(err, &ce) {
-				return nil, err
-			}
-			return nil, registryErr("pull "+f.path+" from", r.String(), err)
-		}
-		done += f.size
-		if o.OnFile != nil {
-			o.OnFile(f.path, f.size, false)
-		}
+	if err := fetchAll(ctx, cancel, img, files, tmp.Path, total, r.String(), o); err != nil {
+		return nil, err
 	}
 	sum, _, err := prep.HashFile(filepath.Join(tmp.Path, prep.ManifestName))
 	if err != nil {
@@ -142,7 +127,10 @@ func Pull(ctx context.Context, ref, dir string, o Options) (*PullResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.Verify(tmp.Path); err != nil {
+	// Each file was hashed as it was written and matched its layer's
+	// annotation; the manifest must name exactly those files and digests.
+	// (Comparing lists instead of re-hashing saves a full read of the model.)
+	if err := matchManifest(m, files); err != nil {
 		return nil, tamperErr("%s: %v", r, err)
 	}
 	if err := tmp.Commit(); err != nil {
@@ -153,6 +141,105 @@ func Pull(ctx context.Context, ref, dir string, o Options) (*PullResult, error) 
 		return nil, err
 	}
 	return res, nil
+}
+
+// fetchAll downloads the files o.Jobs at a time (default 4), largest
+// first, and returns the first failure (cancelling the rest).
+func fetchAll(ctx context.Context, cancel context.CancelFunc, img v1.Image, files []layerFile, dir string, total int64, ref string, o Options) error {
+	jobs := o.Jobs
+	if jobs <= 0 {
+		jobs = 4
+	}
+	order := append([]layerFile(nil), files...)
+	sort.SliceStable(order, func(i, j int) bool { return order[i].size > order[j].size })
+	queue := make(chan layerFile)
+	var (
+		done     atomic.Int64
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	for range min(jobs, len(order)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range queue {
+				l, err := img.LayerByDigest(f.desc.Digest)
+				if err != nil {
+					fail(registryErr("pull", ref, err))
+					continue
+				}
+				var last int64
+				err = fetchFile(l, f, dir, func(n int64) {
+					d := done.Add(n - last)
+					last = n
+					if o.Progress != nil {
+						mu.Lock()
+						o.Progress(d, total)
+						mu.Unlock()
+					}
+				})
+				if err != nil {
+					var ce *cli.Error
+					if !errors.As(err, &ce) {
+						err = registryErr("pull "+f.path+" from", ref, err)
+					}
+					fail(err)
+					continue
+				}
+				if o.OnFile != nil {
+					mu.Lock()
+					o.OnFile(f.path, f.size, false)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, f := range order {
+		if ctx.Err() != nil {
+			break
+		}
+		queue <- f
+	}
+	close(queue)
+	wg.Wait()
+	if firstErr != nil {
+		// A download cancelled because another failed reports the cause.
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// matchManifest checks that manifest.json lists exactly the files the
+// layers carried, with the same sizes and digests.
+func matchManifest(m *prep.Manifest, files []layerFile) error {
+	got := map[string]layerFile{}
+	for _, f := range files {
+		if f.path != prep.ManifestName {
+			got[f.path] = f
+		}
+	}
+	if len(m.Files) != len(got) {
+		return fmt.Errorf("manifest.json lists %d files, the image carries %d", len(m.Files), len(got))
+	}
+	for _, e := range m.Files {
+		f, ok := got[e.Path]
+		if !ok {
+			return fmt.Errorf("manifest.json lists %s, which the image does not carry", e.Path)
+		}
+		if f.sha256 != e.SHA256 || f.size != e.Size {
+			return fmt.Errorf("%s: the image carries %d bytes sha256 %s, manifest.json says %d bytes %s", e.Path, f.size, f.sha256, e.Size, e.SHA256)
+		}
+	}
+	return nil
 }
 
 // layerFile is one file the image carries, as its layer descriptor says.

@@ -3,10 +3,13 @@ package oci
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -48,17 +51,33 @@ func Build(dir, spool string) (v1.Image, *prep.Manifest, error) {
 	}
 	files := append(append([]prep.FileEntry(nil), m.Files...), prep.FileEntry{Path: prep.ManifestName, Size: mfSize, SHA256: mfSum})
 
-	var adds []mutate.Addendum
-	for _, f := range files {
-		l, err := spoolLayer(dir, f.Path, spool)
-		if err != nil {
-			return nil, nil, fmt.Errorf("pack %s: %w", f.Path, err)
-		}
-		adds = append(adds, mutate.Addendum{Layer: l, Annotations: map[string]string{
-			AnnotationTitle:      f.Path,
-			AnnotationFileSHA256: f.SHA256,
-			AnnotationFileSize:   strconv.FormatInt(f.Size, 10),
-		}})
+	// Files are compressed in parallel (each stream on one core, so the
+	// bytes do not depend on the machine); the layer order stays the file
+	// order.
+	adds := make([]mutate.Addendum, len(files))
+	errs := make([]error, len(files))
+	sem := make(chan struct{}, max(1, min(4, runtime.GOMAXPROCS(0))))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			l, err := spoolLayer(dir, f.Path, spool)
+			if err != nil {
+				errs[i] = fmt.Errorf("pack %s: %w", f.Path, err)
+				return
+			}
+			adds[i] = mutate.Addendum{Layer: l, Annotations: map[string]string{
+				AnnotationTitle:      f.Path,
+				AnnotationFileSHA256: f.SHA256,
+				AnnotationFileSize:   strconv.FormatInt(f.Size, 10),
+			}}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
 	}
 
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
@@ -100,9 +119,14 @@ func Push(ctx context.Context, dir, ref string, o Options) (*PushResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	spool, err := os.MkdirTemp("", "edgectl-push-*")
+	// Compressed layers are staged beside OUT/ (its disk has room for a
+	// model), not in /tmp, which is often a small tmpfs.
+	abs, _ := filepath.Abs(dir)
+	spool, err := os.MkdirTemp(filepath.Dir(abs), ".edgectl-push-*")
 	if err != nil {
-		return nil, err
+		if spool, err = os.MkdirTemp("", "edgectl-push-*"); err != nil {
+			return nil, err
+		}
 	}
 	defer os.RemoveAll(spool)
 	img, m, err := Build(dir, spool)
