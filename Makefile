@@ -25,7 +25,7 @@ lint: ## gofmt + go vet (no third-party linters needed)
 	$(GO) vet $(PKGS)
 
 bench: ## benchmarks: engine tokens/s vs roofline, pack and patch GB/s vs plain I/O, pull vs plain GET
-	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./format/... ./patch/... ./quant/... ./hub/... ./engine/...
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./format/... ./patch/... ./quant/... ./hub/... ./engine/... ./prep/...
 
 cross: ## static linux/arm64 binary for the boards
 	GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/edgectl-linux-arm64 ./cmd/edgectl
