@@ -25,10 +25,10 @@ done
 REQ='{"model":"tinystories","messages":[{"role":"user","content":"Once upon a time, there was a little dog"}],"max_tokens":64,"temperature":0}'
 echo "==> POST /v1/chat/completions $REQ"
 RESP=$(curl -fsS "http://127.0.0.1:$PORT/v1/chat/completions" -H 'Content-Type: application/json' -d "$REQ")
-python3 - "$RESP" <<'PY'
-import json, sys
-r = json.loads(sys.argv[1])
-print("\nanswer:", r["choices"][0]["message"]["content"].strip())
-print("finish:", r["choices"][0]["finish_reason"])
-print("usage: ", json.dumps(r["usage"], indent=2))
-PY
+if command -v jq >/dev/null; then
+	echo "$RESP" | jq '{answer: .choices[0].message.content, finish_reason: .choices[0].finish_reason, usage: .usage}'
+elif command -v python3 >/dev/null; then
+	python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(json.dumps({"answer": r["choices"][0]["message"]["content"], "finish_reason": r["choices"][0]["finish_reason"], "usage": r["usage"]}, indent=2, ensure_ascii=False))' "$RESP"
+else
+	echo "$RESP"
+fi
