@@ -35,7 +35,8 @@ demo: build ## prep a tiny model on the embedded CPU engine, serve it, ask it so
 	./scripts/demo.sh $(BIN)
 
 loadtest: ## 100 concurrent clients across 3 models on a 2-model budget
-	$(GO) test -run '^$$' -bench BenchmarkLoad -benchtime 1x -timeout 20m ./serve/...
+	$(GO) test -run '^$$' -bench BenchmarkLoad100Clients -benchtime 1x -timeout 20m ./serve/
+	$(GO) test -run '^$$' -bench BenchmarkServerOverhead -benchtime 100x -timeout 20m ./serve/
 
 clean:
 	rm -rf bin .demo

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/axcl"
 	"github.com/edgectl/edgectl/engine/upstream"
 	"github.com/edgectl/edgectl/serve/api"
 )
@@ -141,7 +142,7 @@ func httpStatus(err error) int {
 		return http.StatusServiceUnavailable
 	case errors.Is(err, context.Canceled):
 		return 499 // client closed the request (nobody reads it)
-	case errors.Is(err, engine.ErrContextFull):
+	case errors.Is(err, engine.ErrContextFull), errors.Is(err, axcl.ErrEmptyPrompt):
 		return http.StatusBadRequest
 	case errors.As(err, &ue):
 		if ue.Status >= 400 && ue.Status < 500 && ue.Status != http.StatusTooManyRequests {

@@ -232,3 +232,8 @@ func metric(t testing.TB, ts *testServer, series string) string {
 	}
 	return fmt.Sprintf("<%s missing>", series)
 }
+
+func (ts *testServer) chat() *openai.ChatCompletionService {
+	c := ts.client()
+	return &c.Chat.Completions
+}

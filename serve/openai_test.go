@@ -211,3 +211,28 @@ func TestOpenAIErrors(t *testing.T) {
 		t.Errorf("GET chat: %d", code)
 	}
 }
+
+// A client leaving mid-stream cancels the CPU engine's generation (recorded
+// as 499) and the lane serves the next request.
+func TestClientGoneOnCPULane(t *testing.T) {
+	ts := tinyServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream := ts.chat().NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model: "tinystories", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Once upon a time")}})
+	for n := 0; stream.Next(); n++ {
+		if n == 2 {
+			cancel()
+			break
+		}
+	}
+	stream.Close()
+	eventually(t, "499 recorded", func() bool {
+		return metric(t, ts, `edgectl_requests_total{route="/v1/chat/completions",model="tinystories",code="499"}`) == "1"
+	})
+	resp, err := ts.chat().New(context.Background(), openai.ChatCompletionNewParams{Model: "tinystories",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Once upon a time")}, MaxTokens: openai.Int(4)})
+	if err != nil || resp.Choices[0].Message.Content == "" {
+		t.Fatalf("next request: %v", err)
+	}
+}

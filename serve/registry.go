@@ -31,7 +31,8 @@ type Entry struct {
 	Name          string // "name:latest"
 	Path          string // directory, file, or upstream.Path(name)
 	Lane          string
-	Size          int64 // bytes it will hold while loaded (estimate until loaded)
+	Engine        string // engine that loads it, when not the lane's own ("upstream" on a shared lane)
+	Size          int64  // bytes it will hold while loaded (estimate until loaded)
 	Modified      time.Time
 	Digest        string
 	Details       api.ModelDetails
@@ -99,7 +100,7 @@ func (r *Registry) Rescan() {
 		if lane == "" {
 			lane = "upstream:" + u.Name
 		}
-		add(&Entry{Name: canonical(u.Name), Path: upstream.Path(u.Name), Lane: lane, Size: u.SizeMB << 20,
+		add(&Entry{Name: canonical(u.Name), Path: upstream.Path(u.Name), Lane: lane, Engine: "upstream", Size: u.SizeMB << 20,
 			Modified: time.Now(), Digest: digest(upstream.Path(u.Name), 0, time.Time{}), ContextLength: u.ContextLength,
 			Details: api.ModelDetails{Format: "upstream", Families: []string{}}})
 	}
@@ -198,7 +199,7 @@ func probe(path string) *Entry {
 			if t.ModelType != "" {
 				e.Details.Families = []string{t.ModelType}
 			}
-			e.Details.QuantizationLevel = strings.ToUpper(t.WeightDType())
+			e.Details.QuantizationLevel = dtypeLevel(t.WeightDType())
 		}
 	default:
 		return nil
@@ -224,4 +225,17 @@ func filesSize(dir, pattern string) int64 {
 		}
 	}
 	return n
+}
+
+// dtypeLevel spells a torch dtype the way the engines report quantization.
+func dtypeLevel(d string) string {
+	switch strings.ToLower(d) {
+	case "float32":
+		return "F32"
+	case "float16":
+		return "F16"
+	case "bfloat16":
+		return "BF16"
+	}
+	return strings.ToUpper(d)
 }

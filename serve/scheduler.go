@@ -28,7 +28,7 @@ type LaneConfig struct {
 // Errors the scheduler returns; the HTTP layer maps them to statuses.
 var (
 	ErrQueueFull = errors.New("server busy, please try again.  maximum pending requests exceeded")
-	ErrWatchdog  = errors.New("the model stopped producing tokens")
+	ErrWatchdog  = errors.New("watchdog: the model stopped producing tokens")
 )
 
 // alive is implemented by models whose backend can die under them (a
@@ -71,6 +71,7 @@ type Scheduler struct {
 	changed   chan struct{}
 	keepAlive time.Duration
 	loadOpts  func(*lane) engine.LoadOptions
+	engines   map[string]engine.Engine // by name, for entries on a lane of another engine
 	closed    bool
 
 	logf    func(format string, args ...any)
@@ -123,9 +124,18 @@ func (s *Scheduler) Acquire(ctx context.Context, e *Entry, keepAlive *time.Durat
 		if s.closed {
 			return nil, errors.New("server shutting down")
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		r := s.runners[e.Name]
 		switch {
 		case r != nil && !r.loading:
+			if a, ok := r.model.(alive); ok && r.refs == 0 {
+				if err := a.Alive(); err != nil { // died while idle: start over
+					s.unloadLocked(r, fmt.Sprintf("backend died while idle: %v", err))
+					continue
+				}
+			}
 			if ln.busy < max(ln.cfg.Parallel, 1) {
 				ln.busy++
 				r.refs++
@@ -216,7 +226,14 @@ func (s *Scheduler) load(ctx context.Context, ln *lane, e *Entry) error {
 	if s.loadOpts != nil {
 		opts = s.loadOpts(ln)
 	}
-	m, err := ln.eng.Load(ctx, e.Path, opts)
+	// The load outlives a client that gives up: the next request for the
+	// model (or the one queued behind it) finds it ready instead of
+	// starting a slow vendor runtime over again.
+	eng := ln.eng
+	if e.Engine != "" && s.engines[e.Engine] != nil {
+		eng = s.engines[e.Engine]
+	}
+	m, err := eng.Load(context.WithoutCancel(ctx), e.Path, opts)
 	s.mu.Lock()
 	r.loading = false
 	r.refs--
@@ -224,9 +241,6 @@ func (s *Scheduler) load(ctx context.Context, ln *lane, e *Entry) error {
 	if err != nil {
 		delete(s.runners, e.Name)
 		s.metrics.loadFailures.Add(1)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		return &LoadError{Model: e.Name, Err: err}
 	}
 	r.model = m
@@ -328,7 +342,7 @@ func (l *Lease) Release() {
 
 func (s *Scheduler) scheduleExpiry(r *runner) {
 	switch ka := r.keepAlive; {
-	case ka == 0:
+	case ka <= 0:
 		s.unloadLocked(r, "keep_alive 0")
 	case ka == api.Forever:
 		r.expiresAt = time.Time{}

@@ -29,7 +29,7 @@ type Options struct {
 	Lanes     map[string]LaneConfig
 
 	APIKey    string
-	KeepAlive time.Duration // default 5m; api.Forever never unloads
+	KeepAlive time.Duration // 0: 5m; api.Forever never unloads; KeepAliveNone unloads after each request
 	MaxQueue  int           // requests waiting for a slot or a load (default 64)
 	// Watchdog is how long a running request may go without a token before
 	// its backend is killed and restarted (default 120s; it covers prefill).
@@ -41,6 +41,9 @@ type Options struct {
 
 	Logf func(format string, args ...any)
 }
+
+// KeepAliveNone as Options.KeepAlive unloads models after every request.
+const KeepAliveNone = time.Duration(-1)
 
 // Server is the HTTP API.
 type Server struct {
@@ -73,6 +76,7 @@ func New(opts Options) (*Server, error) {
 		opts.Logf = func(string, ...any) {}
 	}
 	s := &Server{opts: opts, metrics: newMetrics(), host: &host{root: "/"}}
+	s.host.cpuLoad() // the first sample: CPU load is a difference between two
 	s.reg = NewRegistry(opts.ModelDirs, opts.Upstreams)
 	lanes := map[string]*lane{}
 	for name, eng := range opts.Engines {
@@ -102,6 +106,7 @@ func New(opts Options) (*Server, error) {
 	}
 	delete(lanes, "upstream") // the engine, not a lane of its own
 	s.sched = newScheduler(lanes, opts.MaxQueue, opts.KeepAlive, opts.Logf, s.metrics)
+	s.sched.engines = opts.Engines
 	s.sched.loadOpts = func(l *lane) engine.LoadOptions { return engine.LoadOptions{Threads: l.cfg.Threads} }
 	for _, w := range s.reg.Warnings() {
 		opts.Logf("warning: %s", w)

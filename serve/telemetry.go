@@ -19,6 +19,8 @@ type host struct {
 	root string // "/" in production; tests point it at a fake tree
 
 	mu        sync.Mutex
+	snapAt    time.Time
+	snap      api.Hardware
 	lastAt    time.Time
 	lastIdle  uint64
 	lastTotal uint64
@@ -27,14 +29,18 @@ type host struct {
 
 func (h *host) path(p string) string { return filepath.Join(h.root, p) }
 
-// snapshot reads the current values. CPU load is the busy share since the
-// previous snapshot (at least 100 ms apart; closer calls reuse it).
+// snapshot reads the current values, at most every 200 ms (reading /proc
+// and /sys costs ~75 µs; answers under load reuse the last reading). CPU
+// load is the busy share since the previous reading.
 func (h *host) snapshot() api.Hardware {
-	var hw api.Hardware
-	hw.TempC = h.temp()
-	hw.RAMUsedMB = h.ramUsed()
-	hw.CPULoadPct = h.cpuLoad()
-	return hw
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.snapAt.IsZero() && time.Since(h.snapAt) < 200*time.Millisecond {
+		return h.snap
+	}
+	h.snap = api.Hardware{TempC: h.temp(), RAMUsedMB: h.ramUsed(), CPULoadPct: h.cpuLoadLocked()}
+	h.snapAt = time.Now()
+	return h.snap
 }
 
 func (h *host) temp() *float64 {
@@ -88,6 +94,10 @@ func (h *host) ramUsed() *float64 {
 func (h *host) cpuLoad() *float64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.cpuLoadLocked()
+}
+
+func (h *host) cpuLoadLocked() *float64 {
 	if time.Since(h.lastAt) < 100*time.Millisecond && h.lastPct != nil {
 		return h.lastPct
 	}
@@ -127,12 +137,10 @@ func (s *Server) telemetry(res engine.Result, l *Lease, total time.Duration) *ap
 		TPS:        res.DecodeTPS(),
 		PrefillTPS: res.PrefillTPS(),
 		TotalTimeS: total.Seconds(),
+		QueueMS:    float64(l.Queued) / float64(time.Millisecond),
+		LoadMS:     float64(l.LoadDuration) / float64(time.Millisecond),
 		Lane:       l.Lane,
 		Hardware:   s.host.snapshot(),
-	}
-	if l != nil {
-		m.QueueMS = float64(l.Queued) / float64(time.Millisecond)
-		m.LoadMS = float64(l.LoadDuration) / float64(time.Millisecond)
 	}
 	if len(res.Extra) > 0 {
 		m.Hardware.Extra = res.Extra

@@ -297,3 +297,43 @@ func TestParseSMI(t *testing.T) {
 		t.Errorf("got %d %v", mib, ok)
 	}
 }
+
+// A legacy main_axcl_* binary: ">> " prompt, bracket logs, "q" to quit and
+// no reset command, so its conversation carries over between sessions.
+func TestLegacyBinary(t *testing.T) {
+	legacy := filepath.Join(t.TempDir(), "main_axcl_x86")
+	b, err := os.ReadFile(fakeRuntime(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(legacy, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := New(Options{Command: []string{legacy, "--system_prompt", "x", "{dir}"}, StopTimeout: 6 * time.Second, SMI: []string{}})
+	if e.opts.QuitCommand != "q" || e.opts.ResetCommand != "" {
+		t.Fatalf("legacy defaults %+v", e.opts)
+	}
+	m, err := e.Load(context.Background(), modelDir(t, `{"legacy_prompt": true}`), engine.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"You said: a (turn 1). ☕", "You said: b (turn 2). ☕"} {
+		text, _, err := generate(t, context.Background(), m, engine.Request{Prompt: string(rune('a' + i))})
+		if err != nil || text != want {
+			t.Errorf("turn %d: %q %v", i, text, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(2 * time.Second): // "q" ends it well before SIGTERM (StopTimeout/2 = 3 s)
+		t.Error("legacy binary did not quit on q")
+	}
+	if m.(*Model).Alive() == nil {
+		t.Error("closed model alive")
+	}
+}

@@ -45,7 +45,7 @@ func promptLine(req engine.Request) (string, error) {
 	}
 	text = strings.Join(strings.Fields(text), " ")
 	if text == "" {
-		return "", errors.New("the vendor runtime needs a non-empty user message")
+		return "", ErrEmptyPrompt
 	}
 	if strings.HasPrefix(text, "/") {
 		text = " " + text // not a runtime command (/q, /reset, …)
@@ -239,6 +239,9 @@ loop:
 }
 
 var errHalt = errors.New("halt")
+
+// ErrEmptyPrompt: the request has no user text to send (a client error).
+var ErrEmptyPrompt = errors.New("the vendor runtime needs a non-empty user message")
 
 // fail marks the runtime unusable after an I/O failure and kills it.
 func (m *Model) fail(err error) error {

@@ -219,7 +219,13 @@ func (m *Model) waitHealthy(ctx context.Context) error {
 	if m.cfg.Health != "" {
 		paths = []string{m.cfg.Health}
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.opts.StartTimeout)
+	wait := m.opts.StartTimeout
+	if m.cmd == nil {
+		// A server reached by URL is either up or not: do not hold the
+		// request for a child-process start time.
+		wait = min(wait, 10*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	last := "no answer"
 	for i := 0; ; {
@@ -245,7 +251,7 @@ func (m *Model) waitHealthy(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("upstream %q at %s not healthy after %v (%s)%s", m.cfg.Name, m.base, m.opts.StartTimeout, last, m.logTail())
+			return fmt.Errorf("upstream %q at %s not healthy after %v (%s)%s", m.cfg.Name, m.base, wait, last, m.logTail())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -293,3 +293,14 @@ func TestUnknownUpstream(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+func TestDownUpstreamFailsFast(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	e := New([]Config{{Name: "down", URL: "http://" + addr}}, Options{StartTimeout: 300 * time.Millisecond})
+	_, err := e.Load(context.Background(), Path("down"), engine.LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "not healthy after 300ms") || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("%v", err)
+	}
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/axcl"
+	"github.com/edgectl/edgectl/engine/cpu"
+	"github.com/edgectl/edgectl/engine/upstream"
+	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/serve"
+	"github.com/edgectl/edgectl/serve/api"
+)
+
+func init() { register(newServeCmd) }
+
+type serveOptions struct {
+	Models    []string
+	Addr      string
+	APIKey    string
+	Config    string
+	KeepAlive string
+	MaxQueue  int
+	Watchdog  time.Duration
+	Axllm     string
+	NPUBudget int64
+	CPUBudget int64
+
+	changed func(string) bool
+}
+
+func newServeCmd(io *cli.IO) *cobra.Command {
+	opts := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve models over OpenAI- and Ollama-compatible APIs on CPU, NPU and upstream lanes",
+		Long: `Serve exposes every model found in the --models directories (Hugging Face
+checkpoints, .gguf, .h1b: CPU lane; compiled ax-llm directories: NPU lane via
+the vendor runtime) and every upstream server in --config over one HTTP API:
+OpenAI /v1/chat/completions, /v1/completions, /v1/models and Ollama /api/*.
+Models load on first use, stay for keep_alive, and are evicted least
+recently used when a lane's memory budget is full. It binds 127.0.0.1 unless
+told otherwise; a non-loopback --addr needs --api-key.`,
+		Example: `  edgectl serve --models ~/models
+  edgectl serve --models /data/axmodels --addr 0.0.0.0:11434 --api-key "$KEY"
+  edgectl serve --config serve.json --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.changed = cmd.Flags().Changed
+			return runServe(cmd.Context(), io, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&opts.Models, "models", nil, "directory of models, or one model (repeatable)")
+	f.StringVar(&opts.Addr, "addr", "127.0.0.1:11434", "listen address")
+	f.StringVar(&opts.APIKey, "api-key", os.Getenv("EDGECTL_API_KEY"), "require Authorization: Bearer KEY on every route but /health (env EDGECTL_API_KEY)")
+	f.StringVar(&opts.Config, "config", "", "JSON config file: lanes, upstreams, vendor runtime (see docs/serve.md)")
+	f.StringVar(&opts.KeepAlive, "keep-alive", "5m", "default time an idle model stays loaded (-1: forever, 0: unload after each request)")
+	f.IntVar(&opts.MaxQueue, "max-queue", 64, "requests that may wait for a slot or a load before 503")
+	f.DurationVar(&opts.Watchdog, "watchdog", 120*time.Second, "kill and restart a backend that produces no token for this long")
+	f.StringVar(&opts.Axllm, "axllm", "axllm", "the ax-llm runtime binary for compiled model directories")
+	f.Int64Var(&opts.NPUBudget, "npu-budget-mb", 7040, "NPU (CMM) memory the axcl lane may fill with models")
+	f.Int64Var(&opts.CPUBudget, "cpu-budget-mb", 0, "RAM the cpu lane may fill with models (0: up to 3 models)")
+	return cmd
+}
+
+func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
+	fc := &serve.FileConfig{}
+	if opts.Config != "" {
+		c, err := serve.ReadConfig(opts.Config)
+		if err != nil {
+			return cli.Exit(cli.ExitUsage, err)
+		}
+		fc = c
+	}
+	changed := opts.changed
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	models := fc.Models
+	if len(opts.Models) > 0 {
+		models = opts.Models
+	}
+	addr := opts.Addr
+	if fc.Addr != "" && !changed("addr") {
+		addr = fc.Addr
+	}
+	key := opts.APIKey
+	if fc.APIKey != "" && key == "" {
+		key = fc.APIKey
+	}
+	if err := serve.CheckAddr(addr, key); err != nil {
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	keepAlive, err := api.ParseKeepAlive(opts.KeepAlive)
+	if err != nil {
+		return cli.Usagef("--keep-alive: %v", err)
+	}
+	if fc.KeepAlive != nil && !changed("keep-alive") {
+		keepAlive = fc.KeepAlive.Duration
+	}
+	if keepAlive == 0 {
+		keepAlive = serve.KeepAliveNone
+	}
+	maxQueue := opts.MaxQueue
+	if fc.MaxQueue > 0 && !changed("max-queue") {
+		maxQueue = fc.MaxQueue
+	}
+	watchdog := opts.Watchdog
+	if fc.Watchdog != "" && !changed("watchdog") {
+		watchdog, _ = time.ParseDuration(fc.Watchdog)
+	}
+	if len(models) == 0 && len(fc.Upstreams) == 0 {
+		return cli.Usagef("nothing to serve: give --models DIR (or models/upstreams in --config)")
+	}
+	for _, d := range models {
+		if _, err := os.Stat(d); err != nil {
+			return cli.Usagef("--models %s: %v", d, err)
+		}
+	}
+
+	lanes := serve.DefaultLanes()
+	l := lanes[serve.LaneAxcl]
+	l.BudgetMB = opts.NPUBudget
+	lanes[serve.LaneAxcl] = l
+	if opts.CPUBudget > 0 {
+		l := lanes[serve.LaneCPU]
+		l.BudgetMB, l.MaxLoaded = opts.CPUBudget, 0
+		lanes[serve.LaneCPU] = l
+	}
+	for name, lc := range fc.Lanes {
+		lanes[name] = lc
+	}
+	ax := axcl.Options{Command: fc.Axcl.Command, Env: fc.Axcl.Env, SMI: fc.Axcl.SMI, ResetCommand: fc.Axcl.ResetCommand,
+		QuitCommand: fc.Axcl.QuitCommand, Device: fc.Axcl.Device}
+	if len(ax.Command) == 0 {
+		ax.Command = []string{opts.Axllm, "run", "{dir}"}
+	}
+	if fc.Axcl.StartTimeout != "" {
+		ax.StartTimeout, _ = time.ParseDuration(fc.Axcl.StartTimeout)
+	}
+	logf := func(format string, args ...any) { io.Logf("serve: "+format, args...) }
+	srv, err := serve.New(serve.Options{
+		ModelDirs: models,
+		Upstreams: fc.Upstreams,
+		Engines: map[string]engine.Engine{
+			serve.LaneCPU:  cpu.New(),
+			serve.LaneAxcl: axcl.New(ax),
+			"upstream":     upstream.New(fc.Upstreams, upstream.Options{}),
+		},
+		Lanes:     lanes,
+		APIKey:    key,
+		KeepAlive: keepAlive,
+		MaxQueue:  maxQueue,
+		Watchdog:  watchdog,
+		Logf:      logf,
+	})
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another server using the port? pick one with --addr)", addr, err)
+	}
+	var names []map[string]string
+	for _, e := range srv.Registry().List() {
+		names = append(names, map[string]string{"name": e.Name, "lane": e.Lane, "path": e.Path})
+		logf("model %s (%s lane) %s", e.Name, e.Lane, e.Path)
+	}
+	url := "http://" + ln.Addr().String()
+	io.Event(map[string]any{"event": "listening", "url": url, "models": names, "auth": key != ""})
+	logf("listening on %s (%d models; OpenAI at %s/v1, Ollama at %s/api)", url, len(names), url, url)
+	if err := srv.Serve(ctx, ln); err != nil {
+		return err
+	}
+	io.Event(map[string]any{"event": "stopped"})
+	logf("stopped")
+	return nil
+}
