@@ -43,6 +43,13 @@ type Model interface {
 	Close() error
 }
 
+// Pinger is implemented by models that live in another process or server
+// (the vendor CLI, HTTP upstreams). Alive returns an error once the backend
+// has died, so the scheduler drops it and loads it again on the next request.
+type Pinger interface {
+	Alive() error
+}
+
 // Session is one conversation. A Session is used by one goroutine at a time.
 type Session interface {
 	// Generate feeds the request's input and generates until a stop
@@ -155,4 +162,7 @@ var (
 	ErrUnsupported = errors.New("unsupported model format")
 	// ErrContextFull: the prompt does not fit the context window.
 	ErrContextFull = errors.New("context window exceeded")
+	// ErrInvalidRequest: the request cannot be run on this backend as
+	// given (a client mistake: serve answers 400). Wrap it with details.
+	ErrInvalidRequest = errors.New("invalid request")
 )

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/engine/axcl"
 	"github.com/edgectl/edgectl/engine/upstream"
 	"github.com/edgectl/edgectl/serve/api"
 )
@@ -142,7 +141,7 @@ func httpStatus(err error) int {
 		return http.StatusServiceUnavailable
 	case errors.Is(err, context.Canceled):
 		return 499 // client closed the request (nobody reads it)
-	case errors.Is(err, engine.ErrContextFull), errors.Is(err, axcl.ErrEmptyPrompt):
+	case errors.Is(err, engine.ErrContextFull), errors.Is(err, engine.ErrInvalidRequest):
 		return http.StatusBadRequest
 	case errors.As(err, &ue):
 		if ue.Status >= 400 && ue.Status < 500 && ue.Status != http.StatusTooManyRequests {

@@ -31,11 +31,6 @@ var (
 	ErrWatchdog  = errors.New("watchdog: the model stopped producing tokens")
 )
 
-// alive is implemented by models whose backend can die under them (a
-// vendor process, an upstream): the scheduler unloads a dead model after
-// the request so the next one reloads it.
-type alive interface{ Alive() error }
-
 type lane struct {
 	name    string
 	eng     engine.Engine
@@ -130,7 +125,7 @@ func (s *Scheduler) Acquire(ctx context.Context, e *Entry, keepAlive *time.Durat
 		r := s.runners[e.Name]
 		switch {
 		case r != nil && !r.loading:
-			if a, ok := r.model.(alive); ok && r.refs == 0 {
+			if a, ok := r.model.(engine.Pinger); ok && r.refs == 0 {
 				if err := a.Alive(); err != nil { // died while idle: start over
 					s.unloadLocked(r, fmt.Sprintf("backend died while idle: %v", err))
 					continue
@@ -328,7 +323,7 @@ func (l *Lease) Release() {
 	if s.runners[r.entry.Name] != r {
 		return // killed or unloaded while in use
 	}
-	if a, ok := r.model.(alive); ok {
+	if a, ok := r.model.(engine.Pinger); ok {
 		if err := a.Alive(); err != nil {
 			s.unloadLocked(r, fmt.Sprintf("backend died: %v", err))
 			return

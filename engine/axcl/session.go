@@ -241,7 +241,7 @@ loop:
 var errHalt = errors.New("halt")
 
 // ErrEmptyPrompt: the request has no user text to send (a client error).
-var ErrEmptyPrompt = errors.New("the vendor runtime needs a non-empty user message")
+var ErrEmptyPrompt = fmt.Errorf("%w: the vendor runtime needs a non-empty user message", engine.ErrInvalidRequest)
 
 // fail marks the runtime unusable after an I/O failure and kills it.
 func (m *Model) fail(err error) error {
