@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
-	"sync"
+
+	"github.com/edgectl/edgectl/internal/mmapfile"
 )
 
 // KV is one metadata pair. Value holds a Go value of the matching type:
@@ -93,14 +93,11 @@ type File struct {
 	// DataOffset is the absolute offset of the data section.
 	DataOffset int64
 
-	f       *os.File
+	f       *mmapfile.File
 	size    int64
 	kvIndex map[string]int
 	tIndex  map[string]int
 
-	mapOnce sync.Once
-	mapped  []byte
-	mapErr  error
 }
 
 // Limits that keep a corrupt header from allocating unbounded memory.
@@ -111,20 +108,11 @@ const (
 
 // Open opens and validates a GGUF file.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, err := mmapfile.Open(path, "a .gguf file")
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if st.IsDir() {
-		f.Close()
-		return nil, fmt.Errorf("%s is a directory, not a .gguf file", path)
-	}
-	g := &File{Path: path, f: f, size: st.Size()}
+	g := &File{Path: path, f: f, size: f.Size()}
 	if err := g.parse(); err != nil {
 		f.Close()
 		return nil, err
@@ -136,13 +124,7 @@ func Open(path string) (*File, error) {
 func (g *File) Size() int64 { return g.size }
 
 // Close releases the file and its mapping.
-func (g *File) Close() error {
-	if g.mapped != nil {
-		munmap(g.mapped)
-		g.mapped = nil
-	}
-	return g.f.Close()
-}
+func (g *File) Close() error { return g.f.Close() }
 
 // decoder reads little-endian values and tracks the absolute offset.
 type decoder struct {
@@ -651,16 +633,15 @@ func (g *File) Float32s(key string) ([]float32, error) {
 // Bytes returns t's stored bytes as a read-only mmapped view, valid until
 // Close (a copy where mmap is unavailable).
 func (g *File) Bytes(t TensorInfo) ([]byte, error) {
-	g.mapOnce.Do(func() { g.mapped, g.mapErr = mmapFile(g.f, g.size) })
-	if g.mapErr != nil {
-		buf := make([]byte, t.Size)
-		if _, err := g.f.ReadAt(buf, t.Offset); err != nil && err != io.EOF {
-			return nil, fmt.Errorf("%s: tensor %q: %w", g.Path, t.Name, err)
-		}
-		return buf, nil
+	b, err := g.f.Slice(t.Offset, t.Size)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tensor %q: %w", g.Path, t.Name, err)
 	}
-	return g.mapped[t.Offset : t.Offset+t.Size : t.Offset+t.Size], nil
+	return b, nil
 }
+
+// Release drops t's mapped pages from the resident set (see mmapfile).
+func (g *File) Release(t TensorInfo) { g.f.Release(t.Offset, t.Size) }
 
 // Reader returns a reader over t's stored bytes.
 func (g *File) Reader(t TensorInfo) *io.SectionReader {

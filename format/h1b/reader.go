@@ -3,10 +3,9 @@ package h1b
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
-	"os"
-	"sync"
+
+	"github.com/edgectl/edgectl/internal/mmapfile"
 )
 
 // File is an open .h1b. Tensor bytes come from an mmapped view.
@@ -21,23 +20,15 @@ type File struct {
 	// Tensors ends with an F32 "lm_head" over them.
 	End int64
 
-	f      *os.File
-	size   int64
-	index  map[string]int
-	once   sync.Once
-	mapped []byte
-	mapErr error
+	f     *mmapfile.File
+	size  int64
+	index map[string]int
 }
 
 // Open opens and validates an .h1b file.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, err := mmapfile.Open(path, "an .h1b file")
 	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	hb := make([]byte, 52)
@@ -52,27 +43,27 @@ func Open(path string) (*File, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if end > st.Size() {
+	if end > f.Size() {
 		// Name the first region that does not fit.
 		for _, t := range ts {
 			stop := t.Offset + t.Size
 			if t.Kind == Packed {
 				stop = t.ScalesOffset + 4*int64(t.Rows)
 			}
-			if stop > st.Size() {
+			if stop > f.Size() {
 				f.Close()
 				return nil, fmt.Errorf("%s: byte %d: tensor %q [%d×%d] ends at byte %d, past the end of the %d-byte file (truncated, or the header dims are wrong: %d layers, hidden %d, intermediate %d, vocab %d)",
-					path, t.Offset, t.Name, t.Rows, t.K, stop, st.Size(), h.NumLayers, h.HiddenSize, h.IntermediateSize, h.VocabSize)
+					path, t.Offset, t.Name, t.Rows, t.K, stop, f.Size(), h.NumLayers, h.HiddenSize, h.IntermediateSize, h.VocabSize)
 			}
 		}
 	}
 	// An untied model's LM head, when a writer appended it as f32
 	// [vocab][hidden] right after the last layer (edgectl does), is exposed
 	// as "lm_head"; other trailing bytes stay anonymous.
-	if head := 4 * int64(h.VocabSize) * int64(h.HiddenSize); h.TieEmbeddings == 0 && st.Size()-end == head {
+	if head := 4 * int64(h.VocabSize) * int64(h.HiddenSize); h.TieEmbeddings == 0 && f.Size()-end == head {
 		ts = append(ts, Tensor{Name: "lm_head", Kind: F32, Rows: int(h.VocabSize), K: int(h.HiddenSize), Offset: end, Size: head})
 	}
-	g := &File{Path: path, Header: h, Tensors: ts, End: end, f: f, size: st.Size(), index: make(map[string]int, len(ts))}
+	g := &File{Path: path, Header: h, Tensors: ts, End: end, f: f, size: f.Size(), index: make(map[string]int, len(ts))}
 	for i, t := range ts {
 		g.index[t.Name] = i
 	}
@@ -83,13 +74,7 @@ func Open(path string) (*File, error) {
 func (g *File) Size() int64 { return g.size }
 
 // Close releases the file and mapping.
-func (g *File) Close() error {
-	if g.mapped != nil {
-		munmap(g.mapped)
-		g.mapped = nil
-	}
-	return g.f.Close()
-}
+func (g *File) Close() error { return g.f.Close() }
 
 // Tensor looks a region up by name.
 func (g *File) Tensor(name string) (Tensor, bool) {
@@ -100,17 +85,7 @@ func (g *File) Tensor(name string) (Tensor, bool) {
 	return g.Tensors[i], true
 }
 
-func (g *File) view(off, n int64) ([]byte, error) {
-	g.once.Do(func() { g.mapped, g.mapErr = mmapFile(g.f, g.size) })
-	if g.mapErr != nil {
-		b := make([]byte, n)
-		if _, err := g.f.ReadAt(b, off); err != nil && err != io.EOF {
-			return nil, err
-		}
-		return b, nil
-	}
-	return g.mapped[off : off+n : off+n], nil
-}
+func (g *File) view(off, n int64) ([]byte, error) { return g.f.Slice(off, n) }
 
 // Bytes returns the stored values (F32, Skipped) or packed codes (Packed)
 // as a read-only view, valid until Close.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/edgectl/edgectl/internal/mmapfile"
 )
 
 // File is an open, validated safetensors file. Tensor bytes are read through
@@ -12,40 +14,27 @@ import (
 type File struct {
 	Path string
 	*Header
-	f    *os.File
-	size int64
-
-	seekMu  sync.Mutex
-	mapOnce sync.Once
-	mapped  []byte
-	mapErr  error
+	mf     *mmapfile.File
+	f      *os.File // mf's descriptor, for section readers and kernel copies
+	seekMu sync.Mutex
 }
 
 // Open opens and validates path.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	mf, err := mmapfile.Open(path, "a .safetensors file")
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
+	h, err := ReadHeader(mf, mf.Size(), path)
 	if err != nil {
-		f.Close()
+		mf.Close()
 		return nil, err
 	}
-	if st.IsDir() {
-		f.Close()
-		return nil, fmt.Errorf("%s is a directory, not a .safetensors file", path)
-	}
-	h, err := ReadHeader(f, st.Size(), path)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &File{Path: path, Header: h, f: f, size: st.Size()}, nil
+	return &File{Path: path, Header: h, mf: mf, f: mf.File}, nil
 }
 
 // Size is the file's length in bytes.
-func (f *File) Size() int64 { return f.size }
+func (f *File) Size() int64 { return f.mf.Size() }
 
 // OSFile exposes the underlying file for zero-copy transfers.
 func (f *File) OSFile() *os.File { return f.f }
@@ -58,17 +47,7 @@ func (f *File) Reader(t Tensor) *io.SectionReader {
 // Bytes returns the stored bytes of t as a read-only mmapped view (or a
 // buffered copy where mmap is not available). The view is valid until Close.
 func (f *File) Bytes(t Tensor) ([]byte, error) {
-	f.mapOnce.Do(func() { f.mapped, f.mapErr = mmapFile(f.f, f.size) })
-	if f.mapErr != nil {
-		buf := make([]byte, t.Size())
-		_, err := f.Reader(t).ReadAt(buf, 0)
-		if err != nil && err != io.EOF {
-			return nil, err
-		}
-		return buf, nil
-	}
-	start := f.DataStart() + t.Begin
-	return f.mapped[start : start+t.Size() : start+t.Size()], nil
+	return f.mf.Slice(f.DataStart()+t.Begin, t.Size())
 }
 
 // Float32 decodes a float tensor (F32, F16, BF16, F64) into a new slice.
@@ -85,13 +64,7 @@ func (f *File) Float32(t Tensor) ([]float32, error) {
 }
 
 // Close releases the file and any mapping.
-func (f *File) Close() error {
-	if f.mapped != nil {
-		munmap(f.mapped)
-		f.mapped = nil
-	}
-	return f.f.Close()
-}
+func (f *File) Close() error { return f.mf.Close() }
 
 // CopyTensor returns a Source.WriteTo that copies t's stored bytes. Copies
 // from one file to another go through copy_file_range (the kernel moves the
@@ -111,17 +84,5 @@ func (f *File) CopyTensor(t Tensor) func(io.Writer) error {
 
 // Release tells the kernel the mapped pages of t are no longer needed, so a
 // pass over a checkpoint larger than RAM keeps its resident set flat. The
-// mapping stays valid: touching t again reads it back from the file.
-func (f *File) Release(t Tensor) {
-	if f.mapped == nil {
-		return
-	}
-	start := f.DataStart() + t.Begin
-	end := start + t.Size()
-	page := int64(pageSize)
-	start = (start + page - 1) / page * page // only whole pages inside t
-	end = end / page * page
-	if end > start {
-		madviseDontNeed(f.mapped[start:end])
-	}
-}
+// view stays valid: touching t again reads it back from the file.
+func (f *File) Release(t Tensor) { f.mf.Release(f.DataStart()+t.Begin, t.Size()) }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package safetensors
+package mmapfile
 
 import (
 	"os"
@@ -8,16 +8,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func mmapFile(f *os.File, size int64) ([]byte, error) {
+var pageSize = unix.Getpagesize()
+
+func mmap(f *os.File, size int64) ([]byte, error) {
 	if size == 0 {
 		return []byte{}, nil
 	}
 	return unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 }
 
-var pageSize = unix.Getpagesize()
-
-func madviseDontNeed(b []byte) { unix.Madvise(b, unix.MADV_DONTNEED) }
+func dontNeed(b []byte) { unix.Madvise(b, unix.MADV_DONTNEED) }
 
 func munmap(b []byte) {
 	if len(b) > 0 {
