@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/cli"
 )
 
 // fileSpec is one file to fetch, with what the listing told about it.
@@ -197,7 +198,7 @@ func (s *session) download(ctx context.Context, f *fileSpec, res *FileResult) er
 	if f.size >= 0 {
 		if free, ok := freeBytes(filepath.Dir(inc)); ok && free < f.size-off {
 			return newErr(KindDiskFull, nil, "no space left for %s: %s needed in %s, %s free; free space or point HF_HUB_CACHE (or --local-dir) at a larger disk",
-				t, human(f.size-off), filepath.Dir(inc), human(free))
+				t, cli.Bytes(f.size-off), filepath.Dir(inc), cli.Bytes(free))
 		}
 	}
 	s.emit(Event{Event: EventFileStart, Repo: s.repo, File: f.path, Bytes: off, Total: f.size, Resumed: off})
@@ -454,16 +455,3 @@ func sizeStr(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// human formats a byte count for messages.
-func human(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
