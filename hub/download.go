@@ -454,4 +454,3 @@ func sizeStr(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
-
