@@ -123,7 +123,7 @@ func runQuantPack(ctx context.Context, io *cli.IO, o *quantPackOptions) error {
 		return nil
 	}
 	io.Printf("wrote %s (%s, %s → %s in %.1fs, %.2f GB/s)\n", strings.Join(res.Files, ", "), res.Format,
-		humanBytes(res.InputBytes), humanBytes(res.OutputBytes), res.Seconds, float64(res.InputBytes)/1e9/max(res.Seconds, 1e-9))
+		cli.Bytes(res.InputBytes), cli.Bytes(res.OutputBytes), res.Seconds, float64(res.InputBytes)/1e9/max(res.Seconds, 1e-9))
 	return nil
 }
 
