@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"github.com/edgectl/edgectl/internal/testbin"
+
 	"bytes"
 	"os"
 	"os/exec"
@@ -19,12 +21,7 @@ func TestKill9Resume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}
-	bin := filepath.Join(t.TempDir(), "pullcmd")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/pullcmd")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, "github.com/edgectl/edgectl/hub/testdata/pullcmd", "pullcmd")
 
 	srv := hubtest.New()
 	defer srv.Close()

@@ -1,12 +1,12 @@
 package prep
 
 import (
+	"github.com/edgectl/edgectl/internal/testbin"
+
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/edgectl/edgectl/engine"
@@ -14,41 +14,15 @@ import (
 	"github.com/edgectl/edgectl/pulsar2"
 )
 
-var (
-	fakeBinsOnce sync.Once
-	fakeBinsDir  string
-	fakeBinsErr  error
-)
-
-// fakeBins builds the pulsar2 tests' fake container runtime (as docker)
-// and the axcl tests' fake vendor CLI (as axllm) once per test binary.
+// fakeBins puts the pulsar2 tests' fake container runtime (as docker) and
+// the axcl tests' fake vendor CLI (as axllm) first on PATH.
 func fakeBins(t *testing.T) string {
 	t.Helper()
-	fakeBinsOnce.Do(func() {
-		fakeBinsDir, fakeBinsErr = os.MkdirTemp("", "edgectl-prep-fakes-")
-		if fakeBinsErr != nil {
-			return
-		}
-		for name, pkg := range map[string]string{"docker": "../pulsar2/testdata/fakedocker", "axllm": "../engine/axcl/testdata/fakeaxllm"} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(fakeBinsDir, name), pkg)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fakeBinsErr = &exec.Error{Name: pkg, Err: errString(string(out))}
-				return
-			}
-		}
-	})
-	if fakeBinsErr != nil {
-		t.Fatalf("build fakes: %v", fakeBinsErr)
-	}
-	t.Setenv("PATH", fakeBinsDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir := testbin.Dir(t, map[string]string{"docker": testbin.FakeDocker, "axllm": testbin.FakeAxllm})
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("FAKE_DOCKER_IMAGES", "pulsar2:5.2")
-	return fakeBinsDir
+	return dir
 }
-
-type errString string
-
-func (e errString) Error() string { return string(e) }
 
 func ax650Opts(tmp, src string) Options {
 	return Options{Source: src, Target: TargetAX650, Out: filepath.Join(tmp, "OUT"), CacheDir: filepath.Join(tmp, "cache"), KVCacheLen: 2048, Image: "pulsar2:5.2"}
@@ -169,8 +143,6 @@ func TestAX650CompilerFailureIsAToolError(t *testing.T) {
 // TestMain removes the fake programs built for the package's tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fakeBinsDir != "" {
-		os.RemoveAll(fakeBinsDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }

@@ -1,6 +1,8 @@
 package prep
 
 import (
+	"github.com/edgectl/edgectl/internal/testbin"
+
 	"bufio"
 	"encoding/json"
 	"os"
@@ -16,13 +18,8 @@ import (
 // steps in the cache; the next run skips them (the JSON events list them)
 // and produces the same OUT/ as an uninterrupted run.
 func TestKilledRunResumes(t *testing.T) {
-	bins := fakeBins(t)
-	bin := filepath.Join(bins, "prepmain")
-	if _, err := os.Stat(bin); err != nil {
-		if out, err := exec.Command("go", "build", "-o", bin, "./testdata/prepmain").CombinedOutput(); err != nil {
-			t.Fatalf("build prepmain: %v\n%s", err, out)
-		}
-	}
+	fakeBins(t)
+	bin := testbin.Build(t, "github.com/edgectl/edgectl/prep/testdata/prepmain", "prepmain")
 	tmp := t.TempDir()
 	src := filepath.Join(tmp, "llama-tiny")
 	writeLlama(t, src)

@@ -1,13 +1,13 @@
 package pulsar2
 
 import (
+	"github.com/edgectl/edgectl/internal/testbin"
+
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,35 +15,11 @@ import (
 	"github.com/edgectl/edgectl/format/safetensors"
 )
 
-// fakeBin holds docker and podman built from testdata/fakedocker.
-var fakeBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "edgectl-fakedocker-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "docker"), "./testdata/fakedocker")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build fakedocker: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	if err := os.Link(filepath.Join(dir, "docker"), filepath.Join(dir, "podman")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeBin = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
 // useFakeDocker puts the fake runtime first on PATH and returns the file
 // it logs its invocations to.
 func useFakeDocker(t *testing.T, images string) string {
 	t.Helper()
+	fakeBin := testbin.Dir(t, map[string]string{"docker": testbin.FakeDocker, "podman": testbin.FakeDocker})
 	t.Setenv("PATH", fakeBin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	log := filepath.Join(t.TempDir(), "docker.log")
 	t.Setenv("FAKE_DOCKER_LOG", log)

@@ -1,19 +1,18 @@
 package serve
 
 import (
+	"github.com/edgectl/edgectl/internal/testbin"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,32 +28,9 @@ import (
 // tinyStories is the trained 656k-parameter Llama fixture (no chat template).
 const tinyStories = "../testdata/models/tinystories-656k"
 
-var (
-	fakeOnce sync.Once
-	fakeBin  string
-	fakeErr  error
-)
-
 // fakeRuntime builds the fake vendor CLI from engine/axcl/testdata.
 func fakeRuntime(t testing.TB) string {
-	t.Helper()
-	fakeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "serve-fakeaxllm")
-		if err != nil {
-			fakeErr = err
-			return
-		}
-		fakeBin = filepath.Join(dir, "axllm")
-		cmd := exec.Command("go", "build", "-o", fakeBin, "../engine/axcl/testdata/fakeaxllm")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fakeErr = errors.New(string(out))
-		}
-	})
-	if fakeErr != nil {
-		t.Fatalf("build fake runtime: %v", fakeErr)
-	}
-	return fakeBin
+	return testbin.Build(t, testbin.FakeAxllm, "axllm")
 }
 
 // axDir writes a compiled-model directory under root/name for the fake

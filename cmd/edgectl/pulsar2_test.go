@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/edgectl/edgectl/internal/testbin"
+
 	"archive/tar"
 	"bytes"
 	"context"
@@ -8,10 +10,8 @@ import (
 	"fmt"
 	goio "io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -31,30 +31,11 @@ func pulsar2CLI(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
-var (
-	fakeDockerOnce sync.Once
-	fakeDockerDir  string
-	fakeDockerErr  error
-)
-
 // withFakeDocker builds pulsar2's fake container runtime and puts it first
 // on PATH as docker.
 func withFakeDocker(t *testing.T) {
 	t.Helper()
-	fakeDockerOnce.Do(func() {
-		fakeDockerDir, fakeDockerErr = os.MkdirTemp("", "edgectl-cmd-fakedocker-")
-		if fakeDockerErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(fakeDockerDir, "docker"), "../../pulsar2/testdata/fakedocker").CombinedOutput()
-		if err != nil {
-			fakeDockerErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if fakeDockerErr != nil {
-		t.Fatal(fakeDockerErr)
-	}
+	fakeDockerDir := testbin.Dir(t, map[string]string{"docker": testbin.FakeDocker})
 	t.Setenv("PATH", fakeDockerDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("FAKE_DOCKER_IMAGES", "pulsar2:5.2")
 	t.Setenv("FAKE_DOCKER_LOG", "")

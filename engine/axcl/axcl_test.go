@@ -1,45 +1,22 @@
 package axcl
 
 import (
+	"github.com/edgectl/edgectl/internal/testbin"
+
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/edgectl/edgectl/engine"
 )
 
-var (
-	fakeOnce sync.Once
-	fakeBin  string
-	fakeErr  error
-)
-
-// FakeRuntime builds testdata/fakeaxllm once per test binary.
+// fakeRuntime builds testdata/fakeaxllm once per test binary.
 func fakeRuntime(t testing.TB) string {
-	t.Helper()
-	fakeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fakeaxllm")
-		if err != nil {
-			fakeErr = err
-			return
-		}
-		fakeBin = filepath.Join(dir, "axllm")
-		cmd := exec.Command("go", "build", "-o", fakeBin, "./testdata/fakeaxllm")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fakeErr = errors.New(string(out))
-		}
-	})
-	if fakeErr != nil {
-		t.Fatalf("build fake runtime: %v", fakeErr)
-	}
-	return fakeBin
+	return testbin.Build(t, testbin.FakeAxllm, "axllm")
 }
 
 // modelDir writes a compiled-model directory the fake runtime accepts.

@@ -1,0 +1,103 @@
+// Package testbin builds the small programs tests run as real subprocesses —
+// fake vendor CLIs, a fake container runtime, a command to kill -9 — once
+// per test process, and returns their paths. Programs are named by import
+// path (github.com/edgectl/edgectl/pulsar2/testdata/fakedocker), so any
+// package's tests can use any fake.
+package testbin
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+var (
+	mu    sync.Mutex
+	dir   string
+	built = map[string]*result{}
+)
+
+type result struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Build compiles the main package at importPath (CGO_ENABLED=0) into a
+// file called name and returns its path; later calls with the same
+// arguments return the same binary.
+func Build(t testing.TB, importPath, name string) string {
+	t.Helper()
+	mu.Lock()
+	if dir == "" {
+		d, err := os.MkdirTemp("", "edgectl-testbin-")
+		if err != nil {
+			mu.Unlock()
+			t.Fatal(err)
+		}
+		dir = d
+	}
+	key := importPath + "\x00" + name
+	r := built[key]
+	if r == nil {
+		r = &result{}
+		built[key] = r
+	}
+	base := dir
+	mu.Unlock()
+	r.once.Do(func() {
+		sum := sha256.Sum256([]byte(key))
+		out := filepath.Join(base, hex.EncodeToString(sum[:6]), name)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			r.err = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", out, importPath)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			r.err = fmt.Errorf("go build %s: %v\n%s", importPath, err, b)
+			return
+		}
+		r.path = out
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.path
+}
+
+// Dir builds every program of bins (file name → import path) and links
+// them into a new temporary directory, ready to be put first on PATH.
+func Dir(t testing.TB, bins map[string]string) string {
+	t.Helper()
+	d := t.TempDir()
+	for name, pkg := range bins {
+		if err := os.Symlink(Build(t, pkg, name), filepath.Join(d, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// Import paths of the fakes the tests share.
+const (
+	FakeAxllm  = "github.com/edgectl/edgectl/engine/axcl/testdata/fakeaxllm"
+	FakeDocker = "github.com/edgectl/edgectl/pulsar2/testdata/fakedocker"
+)
+
+// Cleanup removes every binary built so far; call it from TestMain after
+// m.Run.
+func Cleanup() {
+	mu.Lock()
+	defer mu.Unlock()
+	if dir != "" {
+		os.RemoveAll(dir)
+		dir = ""
+		built = map[string]*result{}
+	}
+}
