@@ -97,7 +97,6 @@ type File struct {
 	size    int64
 	kvIndex map[string]int
 	tIndex  map[string]int
-
 }
 
 // Limits that keep a corrupt header from allocating unbounded memory.

@@ -10,5 +10,5 @@ import (
 const pageSize = 4096
 
 func mmap(f *os.File, size int64) ([]byte, error) { return nil, errors.New("mmap unsupported") }
-func dontNeed(b []byte)                            {}
-func munmap(b []byte)                              {}
+func dontNeed(b []byte)                           {}
+func munmap(b []byte)                             {}
