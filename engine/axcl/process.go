@@ -89,9 +89,9 @@ func (m *Model) start(ctx context.Context) error {
 	}
 	// No echo: everything the runtime prints is then its own output. Wide
 	// lines: the runtime's logs never wrap.
-	if t, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS); err == nil {
+	if t, err := unix.IoctlGetTermios(int(tty.Fd()), ioctlGetTermios); err == nil {
 		t.Lflag &^= unix.ECHO
-		_ = unix.IoctlSetTermios(int(tty.Fd()), unix.TCSETS, t)
+		_ = unix.IoctlSetTermios(int(tty.Fd()), ioctlSetTermios, t)
 	}
 	_ = pty.Setsize(master, &pty.Winsize{Rows: 50, Cols: 1000})
 
