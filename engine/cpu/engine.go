@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/chat"
@@ -80,6 +81,10 @@ type model struct {
 	info    engine.ModelInfo
 	closers []ioCloser
 	mem     *arena
+	// life orders Close after running generations: Generate holds it for
+	// reading, Close for writing (weights are unmapped on Close).
+	life   sync.RWMutex
+	closed bool
 }
 
 func (m *model) Info() engine.ModelInfo { return m.info }
@@ -91,10 +96,17 @@ func (m *model) NewSession() (engine.Session, error) {
 	return &session{m: m, st: newState(m)}, nil
 }
 
+// Close releases the weights. It waits for generations in progress (cancel
+// their contexts first); later Generate calls fail.
 func (m *model) Close() error {
+	m.life.Lock()
+	defer m.life.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
 	if m.pool != nil {
 		m.pool.close()
-		m.pool = nil
 	}
 	var first error
 	for _, c := range m.closers {

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/edgectl/edgectl/engine"
@@ -213,5 +212,3 @@ func TestGGUFLlamaInterleavedRoPE(t *testing.T) {
 		t.Fatalf("gguf %q\nsafetensors %q", b, a)
 	}
 }
-
-var _ = slices.Equal[[]int]

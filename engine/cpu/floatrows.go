@@ -47,7 +47,10 @@ func (m *floatRows) row(i int, dst []float32) {
 	case "F32":
 		copy(dst, m.f32[i*c:(i+1)*c])
 	case "F16":
-		half.DecodeF16(dst[:c], m.raw[2*i*c:2*(i+1)*c])
+		src := m.raw[2*i*c : 2*(i+1)*c]
+		for j := range dst[:c] {
+			dst[j] = f16Table[uint16(src[2*j])|uint16(src[2*j+1])<<8]
+		}
 	case "BF16":
 		half.DecodeBF16(dst[:c], m.raw[2*i*c:2*(i+1)*c])
 	}
@@ -125,4 +128,8 @@ func viewF32(raw []byte, n int) []float32 {
 
 func unsafeInt8(b []byte) []int8 {
 	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
+}
+
+func unsafeBytes(b []int8) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
 }

@@ -152,3 +152,30 @@ func TestSessionReusesPrefix(t *testing.T) {
 		t.Fatalf("%q vs %q", first.String(), again.String())
 	}
 }
+
+func TestSeveralModelsAndClose(t *testing.T) {
+	a := loadModel(t, tinyStories)
+	b := loadModel(t, tinyStories)
+	// Two models, sessions generating concurrently.
+	done := make(chan string, 4)
+	for _, m := range []engine.Model{a, b, a, b} {
+		go func() {
+			s, _ := m.NewSession()
+			var sb strings.Builder
+			s.Generate(context.Background(), engine.Request{Prompt: "Once upon a time", MaxTokens: 20, Sampling: greedy()},
+				func(tk engine.Token) error { sb.WriteString(tk.Text); return nil })
+			done <- sb.String()
+		}()
+	}
+	first := <-done
+	for range 3 {
+		if got := <-done; got != first {
+			t.Fatalf("concurrent greedy outputs differ: %q vs %q", got, first)
+		}
+	}
+	s, _ := b.NewSession()
+	b.Close()
+	if _, err := s.Generate(context.Background(), engine.Request{Prompt: "Once"}, func(engine.Token) error { return nil }); err == nil {
+		t.Fatal("Generate after Close succeeded")
+	}
+}

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -137,8 +136,6 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
-
-var _ = fmt.Sprint
 
 // TestRepackedKernelsExact: every packing whose rows carry one scale is
 // repacked to I2 at load; the I2 kernel must give the exact product of the

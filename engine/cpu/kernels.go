@@ -7,8 +7,8 @@ var kernelName = "go"
 
 func pureGoEnv() bool { return os.Getenv("EDGECTL_PUREGO") == "1" }
 
-// readSum touches every 8th… every byte of b as fast as the core can load
-// it; benchmarks use it to measure read bandwidth. SIMD where available.
+// readSum loads every cache line of b as fast as a core can; benchmarks use
+// it to measure read bandwidth. SIMD where available.
 var readSum = readSumGo
 
 func readSumGo(b []byte) uint64 {

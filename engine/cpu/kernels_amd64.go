@@ -4,6 +4,7 @@ package cpu
 
 import (
 	"encoding/binary"
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -22,6 +23,24 @@ func i2DotAVX2(row *byte, q *int8, nb int) int32
 
 //go:noescape
 func i2Dot4AVX2(row *byte, q *int8, k int, nb int, out *int32)
+
+//go:noescape
+func i2DotAVX512(row *byte, qp *int8, nb int) int32
+
+//go:noescape
+func i2Dot4AVX512(row *byte, qp *int8, k int, nb int, out *int32)
+
+//go:noescape
+func i2DotVNNI(row *byte, qp *int8, nb int) int32
+
+//go:noescape
+func i2Dot4VNNI(row *byte, qp *int8, k int, nb int, out *int32)
+
+//go:noescape
+func q8DotVNNI(w *int8, xu *byte, n int) int32
+
+//go:noescape
+func i2RowsVNNI(rows *byte, qp *int8, nb int, n int, out *int32)
 
 //go:noescape
 func q8DotAVX2(w *int8, x *int8, n int) int32
@@ -54,6 +73,58 @@ func init() {
 		i2Dot4AVX2(unsafe.SliceData(row), unsafe.SliceData(q), k, nb, &out[0])
 		for t := range 4 {
 			out[t] -= totals[t]
+		}
+	}
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && os.Getenv("EDGECTL_NO_AVX512") != "1" {
+		kernelName = "avx512"
+		i2Permuted = true
+		i2Dot = func(row []byte, qp []int8, total int32) int32 {
+			nb := len(qp) / 256
+			_ = row[nb*64-1]
+			return i2DotAVX512(unsafe.SliceData(row), unsafe.SliceData(qp), nb) - total
+		}
+		i2Dot4 = func(row []byte, qp []int8, k int, totals []int32, out *[4]int32) {
+			nb := k / 256
+			_ = row[nb*64-1]
+			_ = qp[3*k+nb*256-1]
+			i2Dot4AVX512(unsafe.SliceData(row), unsafe.SliceData(qp), k, nb, &out[0])
+			for t := range 4 {
+				out[t] -= totals[t]
+			}
+		}
+		if cpu.X86.HasAVX512VNNI {
+			kernelName = "avx512vnni"
+			q8Unsigned = true
+			q8DotU = func(w []int8, xu []byte, x []int8, wsum int32) int32 {
+				n := len(w) &^ 63
+				var s int32
+				if n > 0 {
+					s = q8DotVNNI(unsafe.SliceData(w), unsafe.SliceData(xu[:len(w)]), n) - 128*wsum
+				}
+				return s + q8DotGo(w[n:], x[n:len(w)])
+			}
+			i2Dot = func(row []byte, qp []int8, total int32) int32 {
+				nb := len(qp) / 256
+				_ = row[nb*64-1]
+				return i2DotVNNI(unsafe.SliceData(row), unsafe.SliceData(qp), nb) - total
+			}
+			i2Rows = func(rows []byte, qp []int8, out []int32) {
+				nb := len(qp) / 256
+				if len(out) == 0 || nb == 0 {
+					return
+				}
+				_ = rows[len(out)*nb*64-1]
+				i2RowsVNNI(unsafe.SliceData(rows), unsafe.SliceData(qp), nb, len(out), unsafe.SliceData(out))
+			}
+			i2Dot4 = func(row []byte, qp []int8, k int, totals []int32, out *[4]int32) {
+				nb := k / 256
+				_ = row[nb*64-1]
+				_ = qp[3*k+nb*256-1]
+				i2Dot4VNNI(unsafe.SliceData(row), unsafe.SliceData(qp), k, nb, &out[0])
+				for t := range 4 {
+					out[t] -= totals[t]
+				}
+			}
 		}
 	}
 	q8Dot = func(w, x []int8) int32 {

@@ -25,6 +25,8 @@ type acts struct {
 	n, k  int
 	f     []float32 // n*k
 	q     []int8    // n*k, valid when quantized
+	qp    []int8    // q in permuteI2 order, when the I2 kernels want it
+	qu    []byte    // q+128 as unsigned bytes, when the Q8 kernel wants it
 	scale []float32 // per row: x ≈ q·scale
 	// bsum holds Σq per 256-wide block, per row (n × ceil(k/256)); total
 	// the row sums. Ternary codes are stored as w+1, so kernels compute
@@ -83,6 +85,26 @@ func (a *acts) quantize() {
 		}
 		a.total[t] = tot
 	}
+	if q8Unsigned {
+		a.qu = grow(a.qu, a.n*a.k)
+		for i, v := range a.q[:a.n*a.k] {
+			a.qu[i] = byte(v) ^ 0x80
+		}
+	}
+	if i2Permuted && a.k%256 == 0 {
+		a.qp = grow(a.qp, a.n*a.k)
+		for t := range a.n {
+			permuteI2(a.qp[t*a.k:(t+1)*a.k], a.q[t*a.k:(t+1)*a.k])
+		}
+	}
+}
+
+// i2q is the activation view the I2 kernels read.
+func (a *acts) i2q() []int8 {
+	if i2Permuted {
+		return a.qp
+	}
+	return a.q
 }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }

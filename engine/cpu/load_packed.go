@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/chat"
 	"github.com/edgectl/edgectl/engine/tokenizer"
 	"github.com/edgectl/edgectl/format/gguf"
 	"github.com/edgectl/edgectl/format/h1b"
@@ -30,6 +31,12 @@ func loadGGUF(path string) (*model, error) {
 	if err := m.sidecarTokenizer(path, nil); err != nil {
 		g.Close()
 		return nil, err
+	}
+	if m.tok == nil {
+		if err := m.ggufTokenizer(g); err != nil {
+			g.Close()
+			return nil, err
+		}
 	}
 	m.info.Quantization = m.quantization()
 	m.info.Parameters = m.params()
@@ -379,6 +386,45 @@ func (m *model) sidecarTokenizer(path string, htok *string) error {
 			}
 			m.arch.eos = dedupe(append(m.arch.eos, int(ht.EOS)))
 		}
+	}
+	return nil
+}
+
+// ggufTokenizer builds the tokenizer from tokenizer.ggml.* when no
+// tokenizer.json sits beside the file.
+func (m *model) ggufTokenizer(g *gguf.File) error {
+	toks, err := g.Strings("tokenizer.ggml.tokens")
+	if err != nil {
+		return nil // no tokenizer: the model can still be inspected
+	}
+	v := tokenizer.GGUFVocab{Tokens: toks, BOS: -1, EOS: -1, Unk: -1}
+	v.Model, _ = g.String("tokenizer.ggml.model")
+	v.Pre, _ = g.String("tokenizer.ggml.pre")
+	v.Types, _ = g.Int32s("tokenizer.ggml.token_type")
+	v.Merges, _ = g.Strings("tokenizer.ggml.merges")
+	for key, dst := range map[string]*int{"tokenizer.ggml.bos_token_id": &v.BOS, "tokenizer.ggml.eos_token_id": &v.EOS, "tokenizer.ggml.unknown_token_id": &v.Unk} {
+		if id, err := g.Int(key); err == nil {
+			*dst = int(id)
+		}
+	}
+	if b, err := g.Bool("tokenizer.ggml.add_bos_token"); err == nil {
+		v.AddBOS = &b
+	}
+	tok, err := tokenizer.FromGGUF(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", g.Path, err)
+	}
+	m.tok = tok
+	if m.arch.bos < 0 {
+		m.arch.bos = tok.BOS()
+	}
+	m.arch.eos = dedupe(append(m.arch.eos, tok.EOS()...))
+	if src, err := g.String("tokenizer.chat_template"); err == nil && src != "" {
+		t, err := chat.Parse(src)
+		if err != nil {
+			return fmt.Errorf("%s: tokenizer.chat_template: %w", g.Path, err)
+		}
+		m.tmpl = t
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -345,7 +344,7 @@ func ternarize(fr *floatRows) linear {
 		}
 	}
 	l := newTernary("halo2", data, rows, k, scales)
-	l.owned = true
+	l.owned, l.from = true, fr.dt+" ternary"
 	return l
 }
 
@@ -363,5 +362,3 @@ func (m *model) params() int64 {
 	}
 	return n
 }
-
-var errNoReader = errors.New("reader not available yet")

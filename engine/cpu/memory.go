@@ -48,10 +48,26 @@ func (a *arena) Close() error {
 	return nil
 }
 
-// headQuant picks the LM head's in-memory form: "" keeps the file's
-// dtype, "q8" makes an int8 per-row copy (EDGECTL_HEAD=q8): for BitNet-2B
-// the F16 tied head is 55% of the bytes a decode step reads.
+// headQuant picks the LM head's in-memory form (EDGECTL_HEAD): "q8" an
+// int8 per-row copy, "float" the file's dtype, "" (default) q8 for models
+// whose layers are ternary — their activations are int8 already, and for
+// BitNet-2B the F16 tied head is 55% of the bytes a decode step reads —
+// and float otherwise.
 var headQuant = os.Getenv("EDGECTL_HEAD")
+
+func (m *model) headQ8() bool {
+	switch headQuant {
+	case "q8":
+		return true
+	case "float":
+		return false
+	}
+	if len(m.w.layers) == 0 {
+		return false
+	}
+	_, tern := m.w.layers[0].gate.(*ternLinear)
+	return tern
+}
 
 // place moves every weight matrix of m into anonymous memory (see useMmap)
 // and repacks ternary ones for the SIMD kernels (see repack).
@@ -93,7 +109,7 @@ func (m *model) place() {
 		done[l] = out
 		return out
 	}
-	if f, ok := m.w.head.(*floatRows); ok && headQuant == "q8" {
+	if f, ok := m.w.head.(*floatRows); ok && m.headQ8() {
 		q := quantizeHead(f, m.mem)
 		m.w.head = q
 		if m.w.embed == f {

@@ -3,7 +3,7 @@
 package cpu
 
 import (
-	"syscall"
+	"golang.org/x/sys/unix"
 	"unsafe"
 )
 
@@ -13,15 +13,15 @@ const hugePage = 2 << 20
 // pages (fewer TLB misses when a decode step streams a gigabyte).
 func allocAnon(n int) (b []byte, mapped bool) {
 	size := (n + hugePage - 1) / hugePage * hugePage
-	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return make([]byte, n), false
 	}
-	syscall.Madvise(b, 14) // MADV_HUGEPAGE
+	adviseHuge(b)
 	return b[:n:size], true
 }
 
-func freeAnon(b []byte) { syscall.Munmap(b[:cap(b)]) }
+func freeAnon(b []byte) { unix.Munmap(b[:cap(b)]) }
 
 // releaseMapped drops this process's page-table entries for the whole
 // pages inside b (a read-only file mapping we will not read again); the
@@ -35,6 +35,6 @@ func releaseMapped(b []byte) {
 	}
 	n := (len(b) - off) / pg * pg
 	if n > 0 {
-		syscall.Madvise(b[off:off+n], syscall.MADV_DONTNEED)
+		unix.Madvise(b[off:off+n], unix.MADV_DONTNEED)
 	}
 }

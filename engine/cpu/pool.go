@@ -12,6 +12,10 @@ import (
 type pool struct {
 	n    int
 	work chan func()
+	// mu lets close wait for products in flight: a Model closed while a
+	// Session still generates finishes that step on the caller alone.
+	mu     sync.RWMutex
+	closed bool
 }
 
 func newPool(threads int) *pool {
@@ -40,7 +44,9 @@ func (p *pool) parallel(n, align int, f func(lo, hi int)) {
 	if align < 1 {
 		align = 1
 	}
-	if p.n == 1 || n < 2*align {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.n == 1 || n < 2*align || p.closed {
 		f(0, n)
 		return
 	}
@@ -72,7 +78,10 @@ func (p *pool) parallel(n, align int, f func(lo, hi int)) {
 }
 
 func (p *pool) close() {
-	if p.work != nil {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.work != nil && !p.closed {
 		close(p.work)
 	}
+	p.closed = true
 }

@@ -24,6 +24,26 @@ const i2Block = 64
 // i2Dot returns Σ (c−1)·q over a row (total = Σq).
 var i2Dot = i2DotGo
 
+// i2Rows, when set, computes Σ code·q (without the −Σq term) for
+// len(out) consecutive I2 rows against one activation row in one call.
+var i2Rows func(rows []byte, q []int8, out []int32)
+
+// i2Permuted says the I2 kernels read acts.qp (permuteI2 order) instead of
+// acts.q.
+var i2Permuted bool
+
+// permuteI2 reorders each 256-activation block so that 64 contiguous bytes
+// n·64 … n·64+63 hold activations 32n … 32n+31 then 128+32n … 128+32n+31:
+// the weights one 64-byte I2 block yields when its codes are shifted by 2n.
+func permuteI2(dst, src []int8) {
+	for b := 0; b+256 <= len(src); b += 256 {
+		for n := range 4 {
+			copy(dst[b+64*n:b+64*n+32], src[b+32*n:b+32*n+32])
+			copy(dst[b+64*n+32:b+64*n+64], src[b+128+32*n:b+128+32*n+32])
+		}
+	}
+}
+
 // i2Dot4 is i2Dot for four activation rows k apart in q (nil: no SIMD
 // version; callers loop over i2Dot).
 var i2Dot4 func(row []byte, q []int8, k int, totals []int32, out *[4]int32)
@@ -105,16 +125,22 @@ func decodeRow(kind string, row []byte, dst []int8) {
 
 // encodeI2 packs ternary weights (K a multiple of 256) into dst.
 func encodeI2(dst []byte, w []int8) {
-	clear(dst)
 	for b := 0; b < len(w)/256; b++ {
 		for j := range 2 {
-			for n := range 4 {
-				for m := range 32 {
-					dst[b*i2Block+32*j+m] |= byte(w[256*b+128*j+32*n+m]+1) << (2 * n)
-				}
+			x := w[256*b+128*j : 256*b+128*j+128]
+			o := dst[b*i2Block+32*j : b*i2Block+32*j+32]
+			for m := range o {
+				o[m] = byte(x[m]+1) | byte(x[32+m]+1)<<2 | byte(x[64+m]+1)<<4 | byte(x[96+m]+1)<<6
 			}
 		}
 	}
+}
+
+// parallelRows runs f over row ranges on all cores (load-time work).
+func parallelRows(rows int, f func(lo, hi int)) {
+	p := newPool(0)
+	defer p.close()
+	p.parallel(rows, 64, f)
 }
 
 // blockScales returns the fp16 d of each block of a TQ row.
@@ -172,16 +198,26 @@ func repack(l *ternLinear, mem *arena) *ternLinear {
 			}
 		}
 		t := newTernary("TQ2_0", data, l.r, l.c, nil)
-		t.owned, t.from = true, l.kind
+		t.owned, t.from = true, l.format()
 		return t
 	}
 	data := mem.alloc(l.r * nb * i2Block)
-	for r := range l.r {
-		decodeRow(l.kind, l.data[r*l.rowBytes:(r+1)*l.rowBytes], w)
-		encodeI2(data[r*nb*i2Block:(r+1)*nb*i2Block], w)
-	}
+	parallelRows(l.r, func(lo, hi int) {
+		w := make([]int8, l.c)
+		for r := lo; r < hi; r++ {
+			row, out := l.data[r*l.rowBytes:(r+1)*l.rowBytes], data[r*nb*i2Block:(r+1)*nb*i2Block]
+			if l.kind == "TQ2_0" { // same bit order: drop the scales
+				for b := range nb {
+					copy(out[b*i2Block:(b+1)*i2Block], row[b*tq2Block:])
+				}
+				continue
+			}
+			decodeRow(l.kind, row, w)
+			encodeI2(out, w)
+		}
+	})
 	t := newTernary("I2", data, l.r, l.c, scales)
-	t.owned, t.from = true, l.kind
+	t.owned, t.from = true, l.format()
 	return t
 }
 
@@ -191,8 +227,15 @@ func repack(l *ternLinear, mem *arena) *ternLinear {
 type q8Linear struct {
 	w     []int8
 	scale []float32
+	wsum  []int32 // Σ of the first c&^63 codes of each row (VNNI offset)
 	r, c  int
 }
+
+// q8Unsigned says q8DotU runs on acts.qu (x+128 as unsigned bytes).
+var (
+	q8Unsigned bool
+	q8DotU     func(w []int8, xu []byte, x []int8, wsum int32) int32
+)
 
 func (l *q8Linear) rows() int      { return l.r }
 func (l *q8Linear) cols() int      { return l.c }
@@ -205,7 +248,13 @@ func (l *q8Linear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 	for r := r0; r < r1; r++ {
 		w := l.w[r*k : (r+1)*k]
 		for t := range a.n {
-			out[t*ldo+r] = float32(q8Dot(w, a.q[t*k:(t+1)*k])) * l.scale[r] * a.scale[t]
+			var d int32
+			if q8Unsigned {
+				d = q8DotU(w, a.qu[t*k:(t+1)*k], a.q[t*k:(t+1)*k], l.wsum[r])
+			} else {
+				d = q8Dot(w, a.q[t*k:(t+1)*k])
+			}
+			out[t*ldo+r] = float32(d) * l.scale[r] * a.scale[t]
 		}
 	}
 }
@@ -223,24 +272,31 @@ func q8DotGo(w, x []int8) int32 {
 // quantizeHead builds the int8 copy of a float head.
 func quantizeHead(f *floatRows, mem *arena) *q8Linear {
 	buf := mem.alloc(f.r * f.c)
-	l := &q8Linear{r: f.r, c: f.c, scale: make([]float32, f.r)}
+	l := &q8Linear{r: f.r, c: f.c, scale: make([]float32, f.r), wsum: make([]int32, f.r)}
 	l.w = unsafeInt8(buf)
-	row := make([]float32, f.c)
-	for r := range f.r {
-		f.row(r, row)
-		m := float32(0)
-		for _, v := range row {
-			m = max(m, abs32(v))
+	parallelRows(f.r, func(lo, hi int) {
+		row := make([]float32, f.c)
+		for r := lo; r < hi; r++ {
+			f.row(r, row)
+			m := float32(0)
+			for _, v := range row {
+				m = max(m, abs32(v))
+			}
+			if m == 0 {
+				continue
+			}
+			l.scale[r] = m / 127
+			inv := 127 / m
+			q := l.w[r*f.c : (r+1)*f.c]
+			var sum int32
+			for i, v := range row {
+				q[i] = int8(math.Round(float64(v * inv)))
+				if i < f.c&^63 {
+					sum += int32(q[i])
+				}
+			}
+			l.wsum[r] = sum
 		}
-		if m == 0 {
-			continue
-		}
-		l.scale[r] = m / 127
-		inv := 127 / m
-		q := l.w[r*f.c : (r+1)*f.c]
-		for i, v := range row {
-			q[i] = int8(math.Round(float64(v * inv)))
-		}
-	}
+	})
 	return l
 }

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -16,6 +17,8 @@ import (
 // large enough to read each weight row once for many tokens, small enough
 // that cancellation is noticed quickly.
 const prefillChunk = 64
+
+var errModelClosed = errors.New("model is closed")
 
 type session struct {
 	m      *model
@@ -56,6 +59,11 @@ func (s *session) prompt(req engine.Request) ([]int, error) {
 func (s *session) Generate(ctx context.Context, req engine.Request, emit func(engine.Token) error) (engine.Result, error) {
 	start := time.Now()
 	var res engine.Result
+	s.m.life.RLock()
+	defer s.m.life.RUnlock()
+	if s.m.closed {
+		return res, errModelClosed
+	}
 	ids, err := s.prompt(req)
 	if err != nil {
 		return res, err

@@ -26,10 +26,10 @@ type ternLinear struct {
 	intDot   func(row []byte, q []int8, total int32) int32
 }
 
-func (l *ternLinear) rows() int      { return l.r }
-func (l *ternLinear) cols() int      { return l.c }
-func (l *ternLinear) int8() bool     { return true }
-func (l *ternLinear) size() int64    { return int64(len(l.data)) + 4*int64(len(l.rowScale)) }
+func (l *ternLinear) rows() int   { return l.r }
+func (l *ternLinear) cols() int   { return l.c }
+func (l *ternLinear) int8() bool  { return true }
+func (l *ternLinear) size() int64 { return int64(len(l.data)) + 4*int64(len(l.rowScale)) }
 func (l *ternLinear) format() string {
 	if l.from != "" {
 		return l.from
@@ -43,10 +43,18 @@ func (l *ternLinear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 		l.mulI2x4(out, ldo, a, r0, r1)
 		return
 	}
+	if l.kind == "I2" && i2Rows != nil {
+		l.mulI2Rows(out, ldo, a, r0, r1)
+		return
+	}
+	aq := a.q
+	if l.kind == "I2" {
+		aq = a.i2q()
+	}
 	for r := r0; r < r1; r++ {
 		row := l.data[r*l.rowBytes : (r+1)*l.rowBytes]
 		for t := range a.n {
-			q := a.q[t*k : (t+1)*k]
+			q := aq[t*k : (t+1)*k]
 			var v float32
 			if l.blockDot != nil {
 				v = l.blockDot(row, q, a.bsum[t*nb:(t+1)*nb])
@@ -260,19 +268,38 @@ func newTernary(kind string, data []byte, rows, k int, scales []float32) *ternLi
 // mulI2x4 is the prefill path of I2: four tokens per pass over a row.
 func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
 	k := a.k
+	aq := a.i2q()
 	var sums [4]int32
 	for r := r0; r < r1; r++ {
 		row := l.data[r*l.rowBytes : (r+1)*l.rowBytes]
 		sc := l.rowScale[r]
 		t := 0
 		for ; t+4 <= a.n; t += 4 {
-			i2Dot4(row, a.q[t*k:], k, a.total[t:t+4], &sums)
+			i2Dot4(row, aq[t*k:], k, a.total[t:t+4], &sums)
 			for i := range 4 {
 				out[(t+i)*ldo+r] = float32(sums[i]) * sc * a.scale[t+i]
 			}
 		}
 		for ; t < a.n; t++ {
-			out[t*ldo+r] = float32(i2Dot(row, a.q[t*k:(t+1)*k], a.total[t])) * sc * a.scale[t]
+			out[t*ldo+r] = float32(i2Dot(row, aq[t*k:(t+1)*k], a.total[t])) * sc * a.scale[t]
+		}
+	}
+}
+
+// mulI2Rows is the decode path of I2: batches of rows per kernel call.
+func (l *ternLinear) mulI2Rows(out []float32, ldo int, a *acts, r0, r1 int) {
+	k := a.k
+	aq := a.i2q()
+	var sums [64]int32
+	for t := range a.n {
+		q, tot, xs := aq[t*k:(t+1)*k], a.total[t], a.scale[t]
+		for r := r0; r < r1; r += len(sums) {
+			n := min(len(sums), r1-r)
+			i2Rows(l.data[r*l.rowBytes:(r+n)*l.rowBytes], q, sums[:n])
+			o := out[t*ldo+r : t*ldo+r+n]
+			for i := range o {
+				o[i] = float32(sums[i]-tot) * l.rowScale[r+i] * xs
+			}
 		}
 	}
 }

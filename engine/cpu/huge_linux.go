@@ -1,0 +1,6 @@
+package cpu
+
+import "golang.org/x/sys/unix"
+
+// adviseHuge asks for transparent huge pages (THP is often "madvise" only).
+func adviseHuge(b []byte) { unix.Madvise(b, unix.MADV_HUGEPAGE) }

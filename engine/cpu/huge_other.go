@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package cpu
+
+func adviseHuge([]byte) {}
