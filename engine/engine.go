@@ -32,6 +32,15 @@ type LoadOptions struct {
 	ContextLength int
 	// Threads for CPU work (0: all cores).
 	Threads int
+	// Mmap serves CPU-engine weights straight from the file mapping instead
+	// of copying them into anonymous memory (the default, because reads of
+	// mapped file pages measured several times slower on the VMs edgectl is
+	// benchmarked on; see docs/engine.md). EDGECTL_MMAP=1 also sets it.
+	Mmap bool
+	// Head is the CPU engine's in-memory LM head: "q8" (int8 per row),
+	// "float" (as stored), or "" (q8 for ternary models, float otherwise;
+	// EDGECTL_HEAD overrides the default).
+	Head string
 }
 
 // Model is a loaded model.

@@ -15,10 +15,12 @@ import (
 // LaneConfig bounds one lane: how much memory its loaded models may hold,
 // how many requests it runs at once, how many models it keeps loaded.
 type LaneConfig struct {
-	BudgetMB  int64 `json:"budget_mb,omitempty"`  // 0: no memory bound
-	Parallel  int   `json:"parallel,omitempty"`   // concurrent requests across the lane (default 1)
-	MaxLoaded int   `json:"max_loaded,omitempty"` // 0: bounded by memory only
-	Threads   int   `json:"threads,omitempty"`    // CPU lane: threads per model (0: all cores)
+	BudgetMB  int64  `json:"budget_mb,omitempty"`  // 0: no memory bound
+	Parallel  int    `json:"parallel,omitempty"`   // concurrent requests across the lane (default 1)
+	MaxLoaded int    `json:"max_loaded,omitempty"` // 0: bounded by memory only
+	Threads   int    `json:"threads,omitempty"`    // CPU lane: threads per model (0: all cores)
+	Mmap      bool   `json:"mmap,omitempty"`       // CPU lane: serve weights from the file mapping (see engine.LoadOptions)
+	Head      string `json:"head,omitempty"`       // CPU lane: LM head as "q8" or "float" ("" auto)
 	// ChatFallback renders chat for models without a chat template with a
 	// plain "Role: text" template (the CPU lane); lanes whose backend
 	// templates itself (the vendor runtime, upstreams) leave it off.

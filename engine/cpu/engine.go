@@ -52,7 +52,13 @@ func (cpuEngine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 	if opts.ContextLength > 0 && opts.ContextLength < m.arch.ctx {
 		m.arch.ctx = opts.ContextLength
 	}
-	m.place()
+	switch opts.Head {
+	case "", "q8", "float":
+	default:
+		m.Close()
+		return nil, fmt.Errorf("%w: head %q: the CPU engine keeps the LM head as q8 or float", engine.ErrInvalidRequest, opts.Head)
+	}
+	m.place(opts)
 	m.pool = newPool(opts.Threads)
 	m.freqs = m.arch.ropeFreqs()
 	m.info.ContextLength = m.arch.ctx

@@ -3,6 +3,8 @@ package cpu
 import (
 	"os"
 	"sync"
+
+	"github.com/edgectl/edgectl/engine"
 )
 
 // Weight placement. Packed weights and float matrices are copied out of the
@@ -19,12 +21,13 @@ var useMmap = os.Getenv("EDGECTL_MMAP") == "1"
 type arena struct {
 	mu   sync.Mutex
 	bufs [][]byte
+	mmap bool // keep file-mapped bytes instead of copying them
 }
 
 // own returns b itself (mmap mode) or a copy in anonymous memory, releasing
 // the mapping's pages of b.
 func (a *arena) own(b []byte) []byte {
-	if useMmap || len(b) == 0 {
+	if a.mmap || len(b) == 0 {
 		return b
 	}
 	c, mapped := allocAnon(len(b))
@@ -48,15 +51,19 @@ func (a *arena) Close() error {
 	return nil
 }
 
-// headQuant picks the LM head's in-memory form (EDGECTL_HEAD): "q8" an
+// headQuant is the default LM head form (EDGECTL_HEAD; LoadOptions.Head
+// overrides it): "q8" an
 // int8 per-row copy, "float" the file's dtype, "" (default) q8 for models
 // whose layers are ternary — their activations are int8 already, and for
 // BitNet-2B the F16 tied head is 55% of the bytes a decode step reads —
 // and float otherwise.
 var headQuant = os.Getenv("EDGECTL_HEAD")
 
-func (m *model) headQ8() bool {
-	switch headQuant {
+func (m *model) headQ8(head string) bool {
+	if head == "" {
+		head = headQuant
+	}
+	switch head {
 	case "q8":
 		return true
 	case "float":
@@ -71,8 +78,8 @@ func (m *model) headQ8() bool {
 
 // place moves every weight matrix of m into anonymous memory (see useMmap)
 // and repacks ternary ones for the SIMD kernels (see repack).
-func (m *model) place() {
-	m.mem = &arena{}
+func (m *model) place(opts engine.LoadOptions) {
+	m.mem = &arena{mmap: opts.Mmap || useMmap}
 	m.closers = append(m.closers, m.mem)
 	done := map[linear]linear{}
 	var put func(l linear) linear
@@ -109,7 +116,7 @@ func (m *model) place() {
 		done[l] = out
 		return out
 	}
-	if f, ok := m.w.head.(*floatRows); ok && m.headQ8() {
+	if f, ok := m.w.head.(*floatRows); ok && m.headQ8(opts.Head) {
 		q := quantizeHead(f, m.mem)
 		m.w.head = q
 		if m.w.embed == f {
