@@ -32,6 +32,8 @@ type runOptions struct {
 	MinP          float64
 	RepeatPenalty float64
 	Seed          int64
+	Mmap          bool
+	Head          string
 	SeedSet       bool
 	Stop          []string
 	Context       int
@@ -75,6 +77,8 @@ through it (--raw sends the text as is). Timing goes to stderr at the end.`,
 	f.StringArrayVar(&opts.Stop, "stop", nil, "stop when this string is generated (repeatable)")
 	f.IntVar(&opts.Context, "ctx", 0, "context window in tokens (0: the model's own)")
 	f.IntVar(&opts.Threads, "threads", 0, "CPU threads (0: all cores)")
+	f.BoolVar(&opts.Mmap, "mmap", false, "serve weights from the file mapping instead of copying them into memory")
+	f.StringVar(&opts.Head, "head", "", "LM head in memory: q8 or float (default: q8 for ternary models)")
 	return cmd
 }
 
@@ -98,7 +102,7 @@ func runRun(ctx context.Context, io *cli.IO, opts *runOptions) error {
 		return cli.Usagef("--max-tokens must be ≥ 0 (got %d)", opts.MaxTokens)
 	}
 	loadStart := time.Now()
-	m, err := cpu.New().Load(ctx, opts.Model, engine.LoadOptions{ContextLength: opts.Context, Threads: opts.Threads})
+	m, err := cpu.New().Load(ctx, opts.Model, engine.LoadOptions{ContextLength: opts.Context, Threads: opts.Threads, Mmap: opts.Mmap, Head: opts.Head})
 	if err != nil {
 		return cli.Exit(cli.ExitError, err)
 	}
