@@ -107,7 +107,9 @@ func New(opts Options) (*Server, error) {
 	delete(lanes, "upstream") // the engine, not a lane of its own
 	s.sched = newScheduler(lanes, opts.MaxQueue, opts.KeepAlive, opts.Logf, s.metrics)
 	s.sched.engines = opts.Engines
-	s.sched.loadOpts = func(l *lane) engine.LoadOptions { return engine.LoadOptions{Threads: l.cfg.Threads, Mmap: l.cfg.Mmap, Head: l.cfg.Head} }
+	s.sched.loadOpts = func(l *lane) engine.LoadOptions {
+		return engine.LoadOptions{Threads: l.cfg.Threads, Mmap: l.cfg.Mmap, Head: l.cfg.Head}
+	}
 	for _, w := range s.reg.Warnings() {
 		opts.Logf("warning: %s", w)
 	}
