@@ -90,12 +90,19 @@ func rowLen(x []float32, dst []byte, blockBytes int) error {
 // QuantizeRowTQ2_0 is llama.cpp's quantize_row_tq2_0_ref: dst receives
 // len(x)/256 blocks of 66 bytes.
 func QuantizeRowTQ2_0(dst []byte, x []float32) error {
-	if err := rowLen(x, dst, BlockBytesTQ2_0); err != nil {
+	return quantizeRowTQ(dst, x, BlockBytesTQ2_0, packTQ2)
+}
+
+// quantizeRowTQ is the loop both reference quantizers share: per 256-weight
+// block, d = max|x| (checked for NaN/Inf and fp16 overflow), trits of x·(1/d)
+// in float32, the packer's layout, then d as fp16 in the block's last 2 bytes.
+func quantizeRowTQ(dst []byte, x []float32, blockBytes int, pack func([]byte, *[QK]uint8)) error {
+	if err := rowLen(x, dst, blockBytes); err != nil {
 		return err
 	}
 	for b := 0; b < len(x)/QK; b++ {
 		xb := x[b*QK : (b+1)*QK]
-		y := dst[b*BlockBytesTQ2_0 : (b+1)*BlockBytesTQ2_0]
+		y := dst[b*blockBytes : (b+1)*blockBytes]
 		d, err := checkBlock(xb, b*QK)
 		if err != nil {
 			return err
@@ -106,8 +113,8 @@ func QuantizeRowTQ2_0(dst []byte, x []float32) error {
 		}
 		var t [QK]uint8
 		trits(&t, xb, id)
-		packTQ2(y, &t)
-		binary.LittleEndian.PutUint16(y[64:], half.F32ToF16(d))
+		pack(y, &t)
+		binary.LittleEndian.PutUint16(y[blockBytes-2:], half.F32ToF16(d))
 	}
 	return nil
 }
@@ -137,26 +144,7 @@ func tq1Pack(q int) byte { return byte((q*256 + 242) / 243) }
 // len(x)/256 blocks of 54 bytes. The first element of a group is the most
 // significant trit.
 func QuantizeRowTQ1_0(dst []byte, x []float32) error {
-	if err := rowLen(x, dst, BlockBytesTQ1_0); err != nil {
-		return err
-	}
-	for b := 0; b < len(x)/QK; b++ {
-		xb := x[b*QK : (b+1)*QK]
-		y := dst[b*BlockBytesTQ1_0 : (b+1)*BlockBytesTQ1_0]
-		d, err := checkBlock(xb, b*QK)
-		if err != nil {
-			return err
-		}
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		var t [QK]uint8
-		trits(&t, xb, id)
-		packTQ1(y, &t)
-		binary.LittleEndian.PutUint16(y[52:], half.F32ToF16(d))
-	}
-	return nil
+	return quantizeRowTQ(dst, x, BlockBytesTQ1_0, packTQ1)
 }
 
 var pow3 = [5]uint8{1, 3, 9, 27, 81}
