@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // MaxBody bounds a request body.
@@ -28,7 +29,11 @@ func Decode(r io.Reader, v any) error {
 			if te.Field == "" {
 				return fmt.Errorf("request body must be a JSON object, not %s", te.Value)
 			}
-			return fmt.Errorf("field %q must be %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+			// encoding/json spells fields of embedded structs with the
+			// struct's Go name ("GenerationParams.temperature"); clients
+			// know only the JSON key.
+			field := strings.TrimPrefix(te.Field, "GenerationParams.")
+			return fmt.Errorf("field %q must be %s, not %s", field, jsonKind(te.Type.Kind().String()), te.Value)
 		}
 		return fmt.Errorf("invalid request: %v", err)
 	}

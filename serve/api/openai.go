@@ -16,43 +16,37 @@ import (
 
 // ChatCompletionRequest is POST /v1/chat/completions.
 type ChatCompletionRequest struct {
-	Model               string         `json:"model"`
-	Messages            []ChatMessage  `json:"messages"`
-	Stream              bool           `json:"stream,omitempty"`
-	StreamOptions       *StreamOptions `json:"stream_options,omitempty"`
-	MaxTokens           *int           `json:"max_tokens,omitempty"`
-	MaxCompletionTokens *int           `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64       `json:"temperature,omitempty"`
-	TopP                *float64       `json:"top_p,omitempty"`
-	Seed                *int64         `json:"seed,omitempty"`
-	Stop                StringList     `json:"stop,omitempty"`
-	N                   *int           `json:"n,omitempty"`
-	FrequencyPenalty    *float64       `json:"frequency_penalty,omitempty"`
-	PresencePenalty     *float64       `json:"presence_penalty,omitempty"`
+	Model               string        `json:"model"`
+	Messages            []ChatMessage `json:"messages"`
+	MaxCompletionTokens *int          `json:"max_completion_tokens,omitempty"`
+	FrequencyPenalty    *float64      `json:"frequency_penalty,omitempty"`
+	PresencePenalty     *float64      `json:"presence_penalty,omitempty"`
+	GenerationParams
+}
+
+// CompletionRequest is POST /v1/completions.
+type CompletionRequest struct {
+	Model  string     `json:"model"`
+	Prompt StringList `json:"prompt"`
+	GenerationParams
+}
+
+// GenerationParams are the fields both OpenAI generation routes take.
+type GenerationParams struct {
+	Stream        bool           `json:"stream,omitempty"`
+	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
+	MaxTokens     *int           `json:"max_tokens,omitempty"`
+	Temperature   *float64       `json:"temperature,omitempty"`
+	TopP          *float64       `json:"top_p,omitempty"`
+	Seed          *int64         `json:"seed,omitempty"`
+	Stop          StringList     `json:"stop,omitempty"`
+	N             *int           `json:"n,omitempty"`
 	// llama.cpp-style extensions many clients send.
 	TopK          *int     `json:"top_k,omitempty"`
 	MinP          *float64 `json:"min_p,omitempty"`
 	RepeatPenalty *float64 `json:"repeat_penalty,omitempty"`
 	// KeepAlive is an extension: Ollama's /v1 lacks it (ollama#9355).
 	KeepAlive *Duration `json:"keep_alive,omitempty"`
-}
-
-// CompletionRequest is POST /v1/completions.
-type CompletionRequest struct {
-	Model         string         `json:"model"`
-	Prompt        StringList     `json:"prompt"`
-	Stream        bool           `json:"stream,omitempty"`
-	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
-	MaxTokens     *int           `json:"max_tokens,omitempty"`
-	Temperature   *float64       `json:"temperature,omitempty"`
-	TopP          *float64       `json:"top_p,omitempty"`
-	TopK          *int           `json:"top_k,omitempty"`
-	MinP          *float64       `json:"min_p,omitempty"`
-	Seed          *int64         `json:"seed,omitempty"`
-	Stop          StringList     `json:"stop,omitempty"`
-	N             *int           `json:"n,omitempty"`
-	RepeatPenalty *float64       `json:"repeat_penalty,omitempty"`
-	KeepAlive     *Duration      `json:"keep_alive,omitempty"`
 }
 
 // StreamOptions asks for the final usage chunk.
