@@ -7,7 +7,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/edgectl/edgectl/internal/version.Version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: all build test lint bench demo cross loadtest clean
+.PHONY: all build test test-arm64 lint bench demo cross loadtest clean
 
 all: build
 
@@ -19,6 +19,9 @@ test: ## vet, formatting, and every test (offline, a few minutes on 2 cores)
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+test-arm64: ## the engine, format and quant tests built for linux/arm64, run under qemu-user (apt-get install qemu-user)
+	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 ./engine/cpu ./engine/tokenizer ./format/... ./quant ./sherry
 
 lint: ## gofmt + go vet (no third-party linters needed)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
