@@ -3,7 +3,6 @@ package prep
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -195,11 +194,4 @@ func importStep(src *resolved, local bool) Step {
 			return nil
 		},
 	}
-}
-
-func fmtSource(s Source) string {
-	if s.Repo != "" {
-		return fmt.Sprintf("%s@%s", s.Repo, s.Commit)
-	}
-	return s.Dir
 }

@@ -159,15 +159,6 @@ func classify(name string) (r role, ok, skip bool) {
 	return role{}, false, false
 }
 
-func isLinear(kind string) bool {
-	for _, k := range LinearKinds {
-		if k == kind {
-			return true
-		}
-	}
-	return false
-}
-
 // linear reads the rows of one 2-D projection weight as float32, whatever
 // its storage: F32/F16/BF16 [out, in], or BitNet's packed U8 [out/4, in]
 // with a weight_scale.

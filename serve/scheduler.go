@@ -89,15 +89,14 @@ func (s *Scheduler) broadcast() {
 
 // Lease is a request's hold on a loaded model and one lane slot.
 type Lease struct {
-	Model         engine.Model
-	Lane          string
-	Queued        time.Duration // waiting for a slot, a load or memory
-	LoadDuration  time.Duration // loading the model for this request
-	ChatFallback  bool
-	s             *Scheduler
-	r             *runner
-	released      bool
-	wantKeepAlive *time.Duration
+	Model        engine.Model
+	Lane         string
+	Queued       time.Duration // waiting for a slot, a load or memory
+	LoadDuration time.Duration // loading the model for this request
+	ChatFallback bool
+	s            *Scheduler
+	r            *runner
+	released     bool
 }
 
 // Acquire waits until entry's model is loaded and its lane has a free slot.

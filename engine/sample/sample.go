@@ -23,15 +23,14 @@ const (
 
 // Sampler holds the parameters and the random source of one generation.
 type Sampler struct {
-	temp          float64
-	topK          int
-	topP, minP    float64
-	penalty       float64
-	lastN         int
-	rng           *rand.Rand
-	idx           []int
-	probs         []float64
-	explicitTopK0 bool
+	temp       float64
+	topK       int
+	topP, minP float64
+	penalty    float64
+	lastN      int
+	rng        *rand.Rand
+	idx        []int
+	probs      []float64
 }
 
 // New builds a sampler. A nil Temperature means the default; 0 is greedy.

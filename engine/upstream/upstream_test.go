@@ -260,7 +260,7 @@ func TestChildProcessUpstream(t *testing.T) {
 	cfg := Config{Name: "child", Command: []string{os.Args[0], "-test.run=^TestHelperUpstream$", "--", "{port}"},
 		Env: []string{"GO_UPSTREAM_HELPER=1"}}
 	m := load(t, cfg)
-	addr := strings.TrimPrefix(m.(*Model).BaseURL(), "http://")
+	first := strings.TrimPrefix(m.(*Model).BaseURL(), "http://")
 	text, _, err := run(t, context.Background(), m, engine.Request{Prompt: "hi"})
 	if err != nil || text != "child says hi" {
 		t.Fatalf("%q %v", text, err)
@@ -276,10 +276,14 @@ func TestChildProcessUpstream(t *testing.T) {
 		t.Error("crashed child still considered alive")
 	}
 	m.Close()
+	if c, err := net.DialTimeout("tcp", first, time.Second); err == nil {
+		c.Close()
+		t.Errorf("crashed child's port %s still answers after Close", first)
+	}
 
 	// A fresh load starts a new child; Close stops it and frees its port.
 	m2 := load(t, cfg)
-	addr = strings.TrimPrefix(m2.(*Model).BaseURL(), "http://")
+	addr := strings.TrimPrefix(m2.(*Model).BaseURL(), "http://")
 	m2.Close()
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		c.Close()
