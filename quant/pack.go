@@ -218,7 +218,10 @@ func (p *packer) transform(ctx context.Context, l *linear, outRowBytes int, orde
 			return nil, err
 		}
 		r0, r1 := c*cr, min(l.rows, (c+1)*cr)
-		out, _ := pool.Get().([]byte)
+		var out []byte
+		if bp, ok := pool.Get().(*[]byte); ok {
+			out = *bp
+		}
 		if cap(out) < (r1-r0)*outRowBytes {
 			out = make([]byte, cr*outRowBytes)
 		}
@@ -241,7 +244,9 @@ func (p *packer) transform(ctx context.Context, l *linear, outRowBytes int, orde
 	}, func(c int, b []byte) error {
 		p.progress(int64(min(l.rows, (c+1)*cr)-c*cr) * l.rowInBytes())
 		err := emit(b)
-		pool.Put(b[:0])
+		b = b[:0]
+		pool.Put(&b) // a pointer: storing a slice in the pool would allocate
+
 		return err
 	})
 	return scales, err
