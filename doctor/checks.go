@@ -10,6 +10,7 @@ import (
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/patch"
+	"github.com/edgectl/edgectl/pulsar2"
 )
 
 // checkConfig loads config.json; without a readable config no other check
@@ -44,6 +45,17 @@ func (c *checker) checkConfig() bool {
 			Fix: "restore it from the upstream repository: edgectl pull ORG/NAME --include config.json"})
 	}
 	return false
+}
+
+// checkFamily warns when pulsar2 build has no ax-llm tokenizer_type for
+// the model family (the build would stop before compiling).
+func (c *checker) checkFamily() {
+	if _, err := pulsar2.TokenizerType(c.cfg, filepath.Base(filepath.Clean(c.dir))); err != nil {
+		c.add(Finding{ID: "family", Severity: Warning,
+			Message:  "the ax-llm runtime has no tokenizer type for this model family",
+			Evidence: fmt.Sprintf("model_type %q, architectures %v", c.cfg.ModelType, c.cfg.Architectures),
+			Fix:      "pass --tokenizer-type to edgectl pulsar2 build if the runtime supports the family (Qwen3, Qwen2_5, Qwen3VL, Gemma4VL, SmolLM2, LLaMA)"})
+	}
 }
 
 func (c *checker) checkEOS() {

@@ -118,6 +118,7 @@ func (c *checker) run() {
 	if !c.checkConfig() {
 		return
 	}
+	c.checkFamily()
 	c.checkEOS()
 	c.checkMoE()
 	c.checkRoPE()

@@ -197,7 +197,7 @@ func preparePlan(o BuildOptions) (*plan, error) {
 	}
 	p.tokType = o.TokenizerType
 	if p.tokType == "" {
-		if p.tokType, err = tokenizerType(p.cfg, p.modelName); err != nil {
+		if p.tokType, err = TokenizerType(p.cfg, p.modelName); err != nil {
 			return nil, err
 		}
 	}

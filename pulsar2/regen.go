@@ -60,7 +60,7 @@ func RegenerateConfig(dir string, opts RegenOptions) (*AxllmConfig, error) {
 	}
 	tokType := opts.TokenizerType
 	if tokType == "" {
-		if tokType, err = tokenizerType(hf, name); err != nil {
+		if tokType, err = TokenizerType(hf, name); err != nil {
 			return nil, err
 		}
 	}

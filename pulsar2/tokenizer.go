@@ -63,8 +63,9 @@ func copyFile(src, dst string) error {
 	return out.Commit()
 }
 
-// tokenizerType maps a checkpoint to ax-llm's tokenizer_type (axera.md §8).
-func tokenizerType(cfg *hfconfig.Config, modelName string) (string, error) {
+// TokenizerType maps a checkpoint to ax-llm's tokenizer_type (axera.md §8);
+// doctor and build share it, so doctor warns about what build would refuse.
+func TokenizerType(cfg *hfconfig.Config, modelName string) (string, error) {
 	mt := strings.ToLower(cfg.ModelType)
 	text := strings.ToLower(cfg.Text().ModelType)
 	name := strings.ToLower(modelName)
