@@ -208,6 +208,28 @@ func (s *state) attention(l, n int) {
 			kvh := h / group
 			end := s.pos + t + 1
 			scores = grow(scores, end)
+			o := s.att[t*qd+h*hd : t*qd+(h+1)*hd]
+			if hd == 128 && attnScores != nil {
+				// One call per head over every position (SIMD, q and o
+				// in registers) instead of one per position.
+				attnScores(q, kc[kvh*hd:], kvd, end, scale, scores)
+				mx := float32(math.Inf(-1))
+				for _, sc := range scores[:end] {
+					mx = max(mx, sc)
+				}
+				var sum float32
+				for p, sc := range scores[:end] {
+					e := float32(math.Exp(float64(sc - mx)))
+					scores[p] = e
+					sum += e
+				}
+				inv := 1 / sum
+				for p := range scores[:end] {
+					scores[p] *= inv
+				}
+				attnMix(scores, vc[kvh*hd:], kvd, end, o)
+				continue
+			}
 			mx := float32(math.Inf(-1))
 			for p := range end {
 				sc := dotF32(q, kc[p*kvd+kvh*hd:p*kvd+(kvh+1)*hd]) * scale
@@ -220,24 +242,43 @@ func (s *state) attention(l, n int) {
 				scores[p] = e
 				sum += e
 			}
-			o := s.att[t*qd+h*hd : t*qd+(h+1)*hd]
 			clear(o)
 			inv := 1 / sum
 			for p := range end {
 				w := scores[p] * inv
-				vv := vc[p*kvd+kvh*hd : p*kvd+(kvh+1)*hd]
-				for i := range o {
-					o[i] += w * vv[i]
-				}
+				axpyF32(w, vc[p*kvd+kvh*hd:p*kvd+(kvh+1)*hd], o)
 			}
 		}
 	})
+}
+
+// attnScores and attnMix, when set, run one head of attention for
+// headDim 128 in one call each: out[p] = (q·k_p)·scale over n positions
+// stride floats apart, and o = Σ_p w[p]·v_p.
+var (
+	attnScores func(q, k []float32, stride, n int, scale float32, out []float32)
+	attnMix    func(w, v []float32, stride, n int, o []float32)
+)
+
+// axpyF32 is y += a·x (len(x) ≥ len(y)); SIMD where available. FMA
+// rounds once per element where the portable loop rounds twice, so the two
+// agree to rounding, not bit for bit.
+var axpyF32 = axpyF32Go
+
+func axpyF32Go(a float32, x, y []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += a * x[i]
+	}
 }
 
 // matmul computes out = W·a for every row of a, split across cores.
 func (m *model) matmul(out []float32, w linear, a *acts) {
 	if w.int8() {
 		a.quantize()
+	}
+	if _, ok := w.(*q8Linear); ok && q8Unsigned {
+		a.unsigned() // q+128, read by the VNNI head kernel
 	}
 	rows := w.rows()
 	m.pool.parallel(rows, 16, func(lo, hi int) { w.mul(out, rows, a, lo, hi) })
@@ -251,6 +292,9 @@ func (m *model) matmulN(a *acts, outs [][]float32, ws ...linear) {
 	for _, w := range ws {
 		if w.int8() {
 			a.quantize()
+		}
+		if _, ok := w.(*q8Linear); ok && q8Unsigned {
+			a.unsigned()
 		}
 		total += w.rows()
 	}

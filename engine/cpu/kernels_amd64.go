@@ -43,6 +43,27 @@ func q8DotVNNI(w *int8, xu *byte, n int) int32
 func i2RowsVNNI(rows *byte, qp *int8, nb int, n int, out *int32)
 
 //go:noescape
+func i2RowsScaledVNNI(rows *byte, qp *int8, nb int, n int, total int32, xs float32, scale *float32, out *float32)
+
+//go:noescape
+func attnScores128(q *float32, k *float32, stride int, n int, scale float32, out *float32)
+
+//go:noescape
+func attnMix128(w *float32, v *float32, stride int, n int, o *float32)
+
+//go:noescape
+func q8RowsVNNI(w *int8, xu *byte, stride int, n64 int, nrows int, out *int32)
+
+//go:noescape
+func absMaxAVX512(x *float32, n int) float32
+
+//go:noescape
+func quantBlocksAVX512(x *float32, nb int, inv float32, q *int8, qp *int8, bsum *int32)
+
+//go:noescape
+func axpyF32AVX2(a float32, x, y *float32, n int)
+
+//go:noescape
 func q8DotAVX2(w *int8, x *int8, n int) int32
 
 //go:noescape
@@ -78,6 +99,46 @@ func init() {
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && os.Getenv("EDGECTL_NO_AVX512") != "1" {
 		kernelName = "avx512"
 		i2Permuted = true
+		attnScores = func(q, k []float32, stride, n int, scale float32, out []float32) {
+			if n == 0 {
+				return
+			}
+			_ = q[127]
+			_ = k[(n-1)*stride+127]
+			_ = out[n-1]
+			attnScores128(unsafe.SliceData(q), unsafe.SliceData(k), stride, n, scale, unsafe.SliceData(out))
+		}
+		attnMix = func(w, v []float32, stride, n int, o []float32) {
+			_ = o[127]
+			if n == 0 {
+				clear(o[:128])
+				return
+			}
+			_ = w[n-1]
+			_ = v[(n-1)*stride+127]
+			attnMix128(unsafe.SliceData(w), unsafe.SliceData(v), stride, n, unsafe.SliceData(o))
+		}
+		absMax = func(x []float32) float32 {
+			n := len(x) &^ 15
+			var m float32
+			if n > 0 {
+				m = absMaxAVX512(unsafe.SliceData(x), n)
+			}
+			return max(m, absMaxGo(x[n:]))
+		}
+		quantBlocks = func(x []float32, inv float32, q, qp []int8, bsum []int32) {
+			nb := len(bsum)
+			if nb == 0 {
+				return
+			}
+			_ = x[nb*256-1]
+			_ = q[nb*256-1]
+			if qp == nil {
+				qp = make([]int8, nb*256) // the kernel always writes both
+			}
+			_ = qp[nb*256-1]
+			quantBlocksAVX512(unsafe.SliceData(x), nb, inv, unsafe.SliceData(q), unsafe.SliceData(qp), unsafe.SliceData(bsum))
+		}
 		i2Dot = func(row []byte, qp []int8, total int32) int32 {
 			nb := len(qp) / 256
 			_ = row[nb*64-1]
@@ -103,6 +164,14 @@ func init() {
 				}
 				return s + q8DotGo(w[n:], x[n:len(w)])
 			}
+			q8RowsU = func(w []int8, k int, xu []byte, out []int32) {
+				if len(out) == 0 {
+					return
+				}
+				_ = w[len(out)*k-1]
+				_ = xu[k-1]
+				q8RowsVNNI(unsafe.SliceData(w), unsafe.SliceData(xu), k, k&^63, len(out), unsafe.SliceData(out))
+			}
 			i2Dot = func(row []byte, qp []int8, total int32) int32 {
 				nb := len(qp) / 256
 				_ = row[nb*64-1]
@@ -115,6 +184,15 @@ func init() {
 				}
 				_ = rows[len(out)*nb*64-1]
 				i2RowsVNNI(unsafe.SliceData(rows), unsafe.SliceData(qp), nb, len(out), unsafe.SliceData(out))
+			}
+			i2RowsScaled = func(rows []byte, qp []int8, total int32, xs float32, scale, out []float32) {
+				nb := len(qp) / 256
+				if len(out) == 0 || nb == 0 {
+					return
+				}
+				_ = rows[len(out)*nb*64-1]
+				_ = scale[len(out)-1]
+				i2RowsScaledVNNI(unsafe.SliceData(rows), unsafe.SliceData(qp), nb, len(out), total, xs, unsafe.SliceData(scale), unsafe.SliceData(out))
 			}
 			i2Dot4 = func(row []byte, qp []int8, k int, totals []int32, out *[4]int32) {
 				nb := k / 256
@@ -134,6 +212,13 @@ func init() {
 			s = q8DotAVX2(unsafe.SliceData(w), unsafe.SliceData(x[:len(w)]), n)
 		}
 		return s + q8DotGo(w[n:], x[n:len(w)])
+	}
+	axpyF32 = func(a float32, x, y []float32) {
+		n := len(y) &^ 15
+		if n > 0 {
+			axpyF32AVX2(a, unsafe.SliceData(x[:n]), unsafe.SliceData(y), n)
+		}
+		axpyF32Go(a, x[n:len(y)], y[n:])
 	}
 	readSum = func(b []byte) uint64 {
 		n := len(b) &^ 127

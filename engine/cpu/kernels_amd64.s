@@ -2,6 +2,12 @@
 
 #include "textflag.h"
 
+// Prefetch distances (bytes ahead) for the decode kernels, which stream
+// weights from memory: software prefetch lets the loads of the next rows
+// overlap the arithmetic on these ones (measured: decode +12%).
+#define PFD 10240
+#define QPFD 4096
+
 // func tq2BlockSumsAVX2(row *byte, q *int8, nb int, out *int32)
 // For each 256-weight TQ2_0 block b: out[b] = Σ code_i · q_i, codes 0..2.
 // VPMADDUBSW multiplies the unsigned codes by the signed activations; eight
@@ -838,44 +844,188 @@ qvsum:
 // func i2RowsVNNI(rows *byte, qp *int8, nb int, n int, out *int32)
 // n consecutive I2 rows against one activation row: out[r] = Σ code·q.
 // One call per chunk of rows instead of one per row (decode).
+//
+// The 2-bit fields are not shifted down: field j is masked in place
+// (code & 3<<2j, unsigned, ≤ 192) and multiplied into its own int32
+// accumulator, which therefore holds 4^j times the field's exact sum; the
+// accumulators are shifted back (exactly: every lane is a multiple of
+// 4^j) only once per row. Four rows run together so each activation
+// vector is loaded once for four rows and 16 independent VPDPBUSD chains
+// hide the instruction's latency.
 TEXT ·i2RowsVNNI(SB), NOSPLIT, $0-40
 	MOVQ rows+0(FP), SI
 	MOVQ qp+8(FP), R11
 	MOVQ nb+16(FP), R12
 	MOVQ n+24(FP), R13
 	MOVQ out+32(FP), DX
-	MOVL $0x03030303, AX
-	MOVD AX, X15
-	VPBROADCASTD X15, Z15
 	TESTQ R13, R13
 	JEQ vrend
 	TESTQ R12, R12
 	JEQ vrend
-vrrow:
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z28
+	MOVL $0x0c0c0c0c, AX
+	VPBROADCASTD AX, Z29
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0xc0c0c0c0, AX
+	VPBROADCASTD AX, Z31
+	MOVQ R12, BX
+	SHLQ $6, BX // row stride in bytes
+	CMPQ R13, $4
+	JLT vrone
+
+vrquad:
+	LEAQ (SI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
 	MOVQ R11, DI
 	MOVQ R12, CX
-	VPXORQ Z13, Z13, Z13
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
 	VPXORQ Z12, Z12, Z12
-vrblock:
-	VMOVDQU64 (SI), Z1
-	VPANDQ Z15, Z1, Z2
-	VPDPBUSD (DI), Z2, Z13
-	VPSRLW $2, Z1, Z2
-	VPANDQ Z15, Z2, Z2
-	VPDPBUSD 64(DI), Z2, Z12
-	VPSRLW $4, Z1, Z2
-	VPANDQ Z15, Z2, Z2
-	VPDPBUSD 128(DI), Z2, Z13
-	VPSRLW $6, Z1, Z2
-	VPANDQ Z15, Z2, Z2
-	VPDPBUSD 192(DI), Z2, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+vrqblock:
+	PREFETCHT0 PFD(SI)
+	PREFETCHT0 PFD(R8)
+	PREFETCHT0 PFD(R9)
+	PREFETCHT0 PFD(R10)
+	VMOVDQU64 (DI), Z24
+	VMOVDQU64 64(DI), Z25
+	VMOVDQU64 128(DI), Z26
+	VMOVDQU64 192(DI), Z27
+	VMOVDQU64 (SI), Z16
+	VPANDQ Z28, Z16, Z20
+	VPDPBUSD Z24, Z20, Z0
+	VPANDQ Z29, Z16, Z21
+	VPDPBUSD Z25, Z21, Z1
+	VPANDQ Z30, Z16, Z22
+	VPDPBUSD Z26, Z22, Z2
+	VPANDQ Z31, Z16, Z23
+	VPDPBUSD Z27, Z23, Z3
+	VMOVDQU64 (R8), Z17
+	VPANDQ Z28, Z17, Z20
+	VPDPBUSD Z24, Z20, Z4
+	VPANDQ Z29, Z17, Z21
+	VPDPBUSD Z25, Z21, Z5
+	VPANDQ Z30, Z17, Z22
+	VPDPBUSD Z26, Z22, Z6
+	VPANDQ Z31, Z17, Z23
+	VPDPBUSD Z27, Z23, Z7
+	VMOVDQU64 (R9), Z18
+	VPANDQ Z28, Z18, Z20
+	VPDPBUSD Z24, Z20, Z8
+	VPANDQ Z29, Z18, Z21
+	VPDPBUSD Z25, Z21, Z9
+	VPANDQ Z30, Z18, Z22
+	VPDPBUSD Z26, Z22, Z10
+	VPANDQ Z31, Z18, Z23
+	VPDPBUSD Z27, Z23, Z11
+	VMOVDQU64 (R10), Z19
+	VPANDQ Z28, Z19, Z20
+	VPDPBUSD Z24, Z20, Z12
+	VPANDQ Z29, Z19, Z21
+	VPDPBUSD Z25, Z21, Z13
+	VPANDQ Z30, Z19, Z22
+	VPDPBUSD Z26, Z22, Z14
+	VPANDQ Z31, Z19, Z23
+	VPDPBUSD Z27, Z23, Z15
+	ADDQ $64, SI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, R10
+	ADDQ $256, DI
+	DECQ CX
+	JNE vrqblock
+	// row sums: A0 + A1>>2 + A2>>4 + A3>>6 (exact shifts)
+	VPSRAD $2, Z1, Z1
+	VPSRAD $4, Z2, Z2
+	VPSRAD $6, Z3, Z3
+	VPADDD Z1, Z0, Z0
+	VPADDD Z3, Z2, Z2
+	VPADDD Z2, Z0, Z0
+	VPSRAD $2, Z5, Z5
+	VPSRAD $4, Z6, Z6
+	VPSRAD $6, Z7, Z7
+	VPADDD Z5, Z4, Z4
+	VPADDD Z7, Z6, Z6
+	VPADDD Z6, Z4, Z4
+	VPSRAD $2, Z9, Z9
+	VPSRAD $4, Z10, Z10
+	VPSRAD $6, Z11, Z11
+	VPADDD Z9, Z8, Z8
+	VPADDD Z11, Z10, Z10
+	VPADDD Z10, Z8, Z8
+	VPSRAD $2, Z13, Z13
+	VPSRAD $4, Z14, Z14
+	VPSRAD $6, Z15, Z15
+	VPADDD Z13, Z12, Z12
+	VPADDD Z15, Z14, Z14
+	VPADDD Z14, Z12, Z12
+	// four horizontal sums at once
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD Y1, Y0, Y0
+	VEXTRACTI64X4 $1, Z4, Y5
+	VPADDD Y5, Y4, Y4
+	VEXTRACTI64X4 $1, Z8, Y9
+	VPADDD Y9, Y8, Y8
+	VEXTRACTI64X4 $1, Z12, Y13
+	VPADDD Y13, Y12, Y12
+	VPHADDD Y4, Y0, Y0
+	VPHADDD Y12, Y8, Y8
+	VPHADDD Y8, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VMOVDQU X0, (DX)
+	ADDQ $16, DX
+	MOVQ R10, SI
+	SUBQ $4, R13
+	CMPQ R13, $4
+	JGE vrquad
+	TESTQ R13, R13
+	JEQ vrend
+
+vrone:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+vroblock:
+	VMOVDQU64 (SI), Z16
+	VPANDQ Z28, Z16, Z20
+	VPDPBUSD (DI), Z20, Z0
+	VPANDQ Z29, Z16, Z21
+	VPDPBUSD 64(DI), Z21, Z1
+	VPANDQ Z30, Z16, Z22
+	VPDPBUSD 128(DI), Z22, Z2
+	VPANDQ Z31, Z16, Z23
+	VPDPBUSD 192(DI), Z23, Z3
 	ADDQ $64, SI
 	ADDQ $256, DI
 	DECQ CX
-	JNE vrblock
-	VPADDD Z12, Z13, Z13
-	VEXTRACTI64X4 $1, Z13, Y1
-	VPADDD Y1, Y13, Y0
+	JNE vroblock
+	VPSRAD $2, Z1, Z1
+	VPSRAD $4, Z2, Z2
+	VPSRAD $6, Z3, Z3
+	VPADDD Z1, Z0, Z0
+	VPADDD Z3, Z2, Z2
+	VPADDD Z2, Z0, Z0
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD Y1, Y0, Y0
 	VEXTRACTI128 $1, Y0, X1
 	VPADDD X1, X0, X0
 	VPSHUFD $0x4E, X0, X1
@@ -886,7 +1036,581 @@ vrblock:
 	MOVL AX, (DX)
 	ADDQ $4, DX
 	DECQ R13
-	JNE vrrow
+	JNE vrone
 vrend:
+	VZEROUPPER
+	RET
+
+// func i2RowsScaledVNNI(rows *byte, qp *int8, nb int, n int, total int32, xs float32, scale *float32, out *float32)
+// i2RowsVNNI with decode's epilogue fused: out[r] = float32(Σ code·q −
+// total) · scale[r] · xs, rounded as the Go expression is (convert, then
+// two float32 multiplies in that order).
+TEXT ·i2RowsScaledVNNI(SB), NOSPLIT, $0-56
+	MOVQ rows+0(FP), SI
+	MOVQ qp+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ n+24(FP), R13
+	MOVQ scale+40(FP), R14
+	MOVQ out+48(FP), DX
+	TESTQ R13, R13
+	JEQ vsend
+	TESTQ R12, R12
+	JEQ vsend
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z28
+	MOVL $0x0c0c0c0c, AX
+	VPBROADCASTD AX, Z29
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0xc0c0c0c0, AX
+	VPBROADCASTD AX, Z31
+	MOVQ R12, BX
+	SHLQ $6, BX // row stride in bytes
+	CMPQ R13, $4
+	JLT vsone
+
+vsquad:
+	MOVQ SI, R15
+	LEAQ (SI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+vsqblock:
+	PREFETCHT0 PFD(R15)
+	PREFETCHT0 PFD+64(R15)
+	PREFETCHT0 PFD+128(R15)
+	PREFETCHT0 PFD+192(R15)
+	ADDQ $256, R15
+	VMOVDQU64 (DI), Z24
+	VMOVDQU64 64(DI), Z25
+	VMOVDQU64 128(DI), Z26
+	VMOVDQU64 192(DI), Z27
+	VMOVDQU64 (SI), Z16
+	VPANDQ Z28, Z16, Z20
+	VPDPBUSD Z24, Z20, Z0
+	VPANDQ Z29, Z16, Z21
+	VPDPBUSD Z25, Z21, Z1
+	VPANDQ Z30, Z16, Z22
+	VPDPBUSD Z26, Z22, Z2
+	VPANDQ Z31, Z16, Z23
+	VPDPBUSD Z27, Z23, Z3
+	VMOVDQU64 (R8), Z17
+	VPANDQ Z28, Z17, Z20
+	VPDPBUSD Z24, Z20, Z4
+	VPANDQ Z29, Z17, Z21
+	VPDPBUSD Z25, Z21, Z5
+	VPANDQ Z30, Z17, Z22
+	VPDPBUSD Z26, Z22, Z6
+	VPANDQ Z31, Z17, Z23
+	VPDPBUSD Z27, Z23, Z7
+	VMOVDQU64 (R9), Z18
+	VPANDQ Z28, Z18, Z20
+	VPDPBUSD Z24, Z20, Z8
+	VPANDQ Z29, Z18, Z21
+	VPDPBUSD Z25, Z21, Z9
+	VPANDQ Z30, Z18, Z22
+	VPDPBUSD Z26, Z22, Z10
+	VPANDQ Z31, Z18, Z23
+	VPDPBUSD Z27, Z23, Z11
+	VMOVDQU64 (R10), Z19
+	VPANDQ Z28, Z19, Z20
+	VPDPBUSD Z24, Z20, Z12
+	VPANDQ Z29, Z19, Z21
+	VPDPBUSD Z25, Z21, Z13
+	VPANDQ Z30, Z19, Z22
+	VPDPBUSD Z26, Z22, Z14
+	VPANDQ Z31, Z19, Z23
+	VPDPBUSD Z27, Z23, Z15
+	ADDQ $64, SI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, R10
+	ADDQ $256, DI
+	DECQ CX
+	JNE vsqblock
+	// row sums: A0 + A1>>2 + A2>>4 + A3>>6 (exact shifts)
+	VPSRAD $2, Z1, Z1
+	VPSRAD $4, Z2, Z2
+	VPSRAD $6, Z3, Z3
+	VPADDD Z1, Z0, Z0
+	VPADDD Z3, Z2, Z2
+	VPADDD Z2, Z0, Z0
+	VPSRAD $2, Z5, Z5
+	VPSRAD $4, Z6, Z6
+	VPSRAD $6, Z7, Z7
+	VPADDD Z5, Z4, Z4
+	VPADDD Z7, Z6, Z6
+	VPADDD Z6, Z4, Z4
+	VPSRAD $2, Z9, Z9
+	VPSRAD $4, Z10, Z10
+	VPSRAD $6, Z11, Z11
+	VPADDD Z9, Z8, Z8
+	VPADDD Z11, Z10, Z10
+	VPADDD Z10, Z8, Z8
+	VPSRAD $2, Z13, Z13
+	VPSRAD $4, Z14, Z14
+	VPSRAD $6, Z15, Z15
+	VPADDD Z13, Z12, Z12
+	VPADDD Z15, Z14, Z14
+	VPADDD Z14, Z12, Z12
+	// four horizontal sums at once
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD Y1, Y0, Y0
+	VEXTRACTI64X4 $1, Z4, Y5
+	VPADDD Y5, Y4, Y4
+	VEXTRACTI64X4 $1, Z8, Y9
+	VPADDD Y9, Y8, Y8
+	VEXTRACTI64X4 $1, Z12, Y13
+	VPADDD Y13, Y12, Y12
+	VPHADDD Y4, Y0, Y0
+	VPHADDD Y12, Y8, Y8
+	VPHADDD Y8, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	MOVL total+32(FP), AX
+	VPBROADCASTD AX, X2
+	VBROADCASTSS xs+36(FP), X3
+	VPSUBD X2, X0, X0
+	VCVTDQ2PS X0, X0
+	VMULPS (R14), X0, X0
+	VMULPS X3, X0, X0
+	VMOVUPS X0, (DX)
+	ADDQ $16, DX
+	ADDQ $16, R14
+	MOVQ R10, SI
+	SUBQ $4, R13
+	CMPQ R13, $4
+	JGE vsquad
+	TESTQ R13, R13
+	JEQ vsend
+
+vsone:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+vsoblock:
+	VMOVDQU64 (SI), Z16
+	VPANDQ Z28, Z16, Z20
+	VPDPBUSD (DI), Z20, Z0
+	VPANDQ Z29, Z16, Z21
+	VPDPBUSD 64(DI), Z21, Z1
+	VPANDQ Z30, Z16, Z22
+	VPDPBUSD 128(DI), Z22, Z2
+	VPANDQ Z31, Z16, Z23
+	VPDPBUSD 192(DI), Z23, Z3
+	ADDQ $64, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNE vsoblock
+	VPSRAD $2, Z1, Z1
+	VPSRAD $4, Z2, Z2
+	VPSRAD $6, Z3, Z3
+	VPADDD Z1, Z0, Z0
+	VPADDD Z3, Z2, Z2
+	VPADDD Z2, Z0, Z0
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0x4E, X0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0xB1, X0, X1
+	VPADDD X1, X0, X0
+	MOVL total+32(FP), AX
+	VPBROADCASTD AX, X2
+	VBROADCASTSS xs+36(FP), X3
+	VPSUBD X2, X0, X0
+	VCVTDQ2PS X0, X0
+	VMULSS (R14), X0, X0
+	VMULSS X3, X0, X0
+	MOVSS X0, (DX)
+	ADDQ $4, DX
+	ADDQ $4, R14
+	DECQ R13
+	JNE vsone
+vsend:
+	VZEROUPPER
+	RET
+
+// func q8RowsVNNI(w *int8, xu *byte, stride int, n64 int, nrows int, out *int32)
+// nrows int8 rows stride bytes apart against x+128 (unsigned): out[r] =
+// Σ_{i<n64} w[r][i]·xu[i], n64 a multiple of 64. Four rows share each
+// activation load; eight accumulators (four rows × two) keep VPDPBUSD's
+// latency hidden.
+TEXT ·q8RowsVNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ xu+8(FP), R11
+	MOVQ stride+16(FP), BX
+	MOVQ n64+24(FP), R12
+	MOVQ nrows+32(FP), R13
+	MOVQ out+40(FP), DX
+	SHRQ $6, R12
+	TESTQ R12, R12
+	JEQ qrzero
+	CMPQ R13, $4
+	JLT qrone
+qrquad:
+	LEAQ (SI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+	MOVQ R11, DI
+	XORQ AX, AX
+	MOVQ R12, CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	SHRQ $1, CX
+	JEQ qrqtail
+qrqloop:
+	PREFETCHT0 QPFD(SI)(AX*1)
+	PREFETCHT0 QPFD+64(SI)(AX*1)
+	PREFETCHT0 QPFD(R8)(AX*1)
+	PREFETCHT0 QPFD+64(R8)(AX*1)
+	PREFETCHT0 QPFD(R9)(AX*1)
+	PREFETCHT0 QPFD+64(R9)(AX*1)
+	PREFETCHT0 QPFD(R10)(AX*1)
+	PREFETCHT0 QPFD+64(R10)(AX*1)
+	VMOVDQU64 (DI)(AX*1), Z16
+	VMOVDQU64 64(DI)(AX*1), Z17
+	VPDPBUSD (SI)(AX*1), Z16, Z0
+	VPDPBUSD (R8)(AX*1), Z16, Z1
+	VPDPBUSD (R9)(AX*1), Z16, Z2
+	VPDPBUSD (R10)(AX*1), Z16, Z3
+	VPDPBUSD 64(SI)(AX*1), Z17, Z4
+	VPDPBUSD 64(R8)(AX*1), Z17, Z5
+	VPDPBUSD 64(R9)(AX*1), Z17, Z6
+	VPDPBUSD 64(R10)(AX*1), Z17, Z7
+	ADDQ $128, AX
+	DECQ CX
+	JNE qrqloop
+qrqtail:
+	TESTQ $1, R12
+	JEQ qrqsum
+	VMOVDQU64 (DI)(AX*1), Z16
+	VPDPBUSD (SI)(AX*1), Z16, Z0
+	VPDPBUSD (R8)(AX*1), Z16, Z1
+	VPDPBUSD (R9)(AX*1), Z16, Z2
+	VPDPBUSD (R10)(AX*1), Z16, Z3
+qrqsum:
+	VPADDD Z4, Z0, Z0
+	VPADDD Z5, Z1, Z1
+	VPADDD Z6, Z2, Z2
+	VPADDD Z7, Z3, Z3
+	VEXTRACTI64X4 $1, Z0, Y4
+	VPADDD Y4, Y0, Y0
+	VEXTRACTI64X4 $1, Z1, Y5
+	VPADDD Y5, Y1, Y1
+	VEXTRACTI64X4 $1, Z2, Y6
+	VPADDD Y6, Y2, Y2
+	VEXTRACTI64X4 $1, Z3, Y7
+	VPADDD Y7, Y3, Y3
+	VPHADDD Y1, Y0, Y0
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VMOVDQU X0, (DX)
+	ADDQ $16, DX
+	LEAQ (R10)(BX*1), SI
+	SUBQ $4, R13
+	CMPQ R13, $4
+	JGE qrquad
+	TESTQ R13, R13
+	JEQ qrend
+qrone:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	XORQ AX, AX
+	VPXORQ Z0, Z0, Z0
+qroloop:
+	VMOVDQU64 (DI)(AX*1), Z16
+	VPDPBUSD (SI)(AX*1), Z16, Z0
+	ADDQ $64, AX
+	DECQ CX
+	JNE qroloop
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0x4E, X0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0xB1, X0, X1
+	VPADDD X1, X0, X0
+	MOVD X0, AX
+	MOVL AX, (DX)
+	ADDQ $4, DX
+	ADDQ BX, SI
+	DECQ R13
+	JNE qrone
+	JMP qrend
+qrzero:
+	TESTQ R13, R13
+	JEQ qrend
+	MOVL $0, (DX)
+	ADDQ $4, DX
+	DECQ R13
+	JNE qrzero
+qrend:
+	VZEROUPPER
+	RET
+
+// func absMaxAVX512(x *float32, n int) float32   (n a multiple of 16)
+TEXT ·absMaxAVX512(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z31
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	SHRQ $4, CX
+	JEQ amsum
+	TESTQ $1, CX
+	JEQ amloop2
+	VPANDD (SI), Z31, Z2
+	VMAXPS Z2, Z0, Z0
+	ADDQ $64, SI
+	DECQ CX
+	JEQ amsum
+amloop2:
+	VPANDD (SI), Z31, Z2
+	VMAXPS Z2, Z0, Z0
+	VPANDD 64(SI), Z31, Z3
+	VMAXPS Z3, Z1, Z1
+	ADDQ $128, SI
+	SUBQ $2, CX
+	JNE amloop2
+amsum:
+	VMAXPS Z1, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VMAXPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4E, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xB1, X0, X1
+	VMAXPS X1, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+16(FP)
+	RET
+
+// func quantBlocksAVX512(x *float32, nb int, inv float32, q *int8, qp *int8, bsum *int32)
+// For nb 256-wide blocks: q = round(x·inv) with ties away from zero (as
+// math.Round of the float32 product), clamped to ±127, and bsum[b] = Σq.
+// The rounding is exact: t = trunc(v), v − t is exact in float32, and t
+// moves one away from zero when |v − t| ≥ 0.5. Each 16-byte group is also
+// stored to qp in permuteI2 order, so no separate pass is needed.
+#define QVEC(xo, qo, po) \
+	VMULPS xo(SI), Z31, Z0; \
+	VRNDSCALEPS $0x0B, Z0, Z1; \
+	VSUBPS Z1, Z0, Z2; \
+	VCMPPS $0x1D, Z29, Z2, K1; \
+	VCMPPS $0x12, Z28, Z2, K2; \
+	VADDPS Z30, Z1, K1, Z1; \
+	VSUBPS Z30, Z1, K2, Z1; \
+	VMINPS Z27, Z1, Z1; \
+	VMAXPS Z26, Z1, Z1; \
+	VCVTTPS2DQ Z1, Z3; \
+	VPADDD Z3, Z10, Z10; \
+	VPMOVSDB Z3, X4; \
+	VMOVDQU X4, qo(DI); \
+	VMOVDQU X4, po(R8)
+
+TEXT ·quantBlocksAVX512(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	VBROADCASTSS inv+16(FP), Z31
+	MOVQ q+24(FP), DI
+	MOVQ qp+32(FP), R8
+	MOVQ bsum+40(FP), DX
+	MOVL $0x3f800000, AX // 1.0
+	VPBROADCASTD AX, Z30
+	MOVL $0x3f000000, AX // 0.5
+	VPBROADCASTD AX, Z29
+	MOVL $0xbf000000, AX // -0.5
+	VPBROADCASTD AX, Z28
+	MOVL $0x42fe0000, AX // 127
+	VPBROADCASTD AX, Z27
+	MOVL $0xc2fe0000, AX // -127
+	VPBROADCASTD AX, Z26
+	TESTQ CX, CX
+	JEQ qbdone
+qbblock:
+	VPXORD Z10, Z10, Z10
+	QVEC(0, 0, 0)
+	QVEC(64, 16, 16)
+	QVEC(128, 32, 64)
+	QVEC(192, 48, 80)
+	QVEC(256, 64, 128)
+	QVEC(320, 80, 144)
+	QVEC(384, 96, 192)
+	QVEC(448, 112, 208)
+	QVEC(512, 128, 32)
+	QVEC(576, 144, 48)
+	QVEC(640, 160, 96)
+	QVEC(704, 176, 112)
+	QVEC(768, 192, 160)
+	QVEC(832, 208, 176)
+	QVEC(896, 224, 224)
+	QVEC(960, 240, 240)
+	VEXTRACTI64X4 $1, Z10, Y11
+	VPADDD Y11, Y10, Y10
+	VEXTRACTI128 $1, Y10, X11
+	VPADDD X11, X10, X10
+	VPSHUFD $0x4E, X10, X11
+	VPADDD X11, X10, X10
+	VPSHUFD $0xB1, X10, X11
+	VPADDD X11, X10, X10
+	MOVD X10, AX
+	MOVL AX, (DX)
+	ADDQ $1024, SI
+	ADDQ $256, DI
+	ADDQ $256, R8
+	ADDQ $4, DX
+	DECQ CX
+	JNE qbblock
+qbdone:
+	VZEROUPPER
+	RET
+
+// func axpyF32AVX2(a float32, x, y *float32, n int)   (n a multiple of 16)
+// y += a·x (attention's weighted sum of values).
+TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
+	VBROADCASTSS a+0(FP), Y15
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	MOVQ n+24(FP), CX
+	SHRQ $4, CX
+	JEQ axdone
+axloop:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VFMADD231PS (SI), Y15, Y0
+	VFMADD231PS 32(SI), Y15, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNE axloop
+axdone:
+	VZEROUPPER
+	RET
+
+// func attnScores128(q *float32, k *float32, stride int, n int, scale float32, out *float32)
+// out[p] = (q · k[p·stride : p·stride+128]) · scale for p < n: one head's
+// attention scores over n cached positions, q held in registers.
+TEXT ·attnScores128(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), SI
+	MOVQ k+8(FP), DI
+	MOVQ stride+16(FP), BX
+	SHLQ $2, BX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS scale+32(FP), X15
+	MOVQ out+40(FP), DX
+	VMOVUPS (SI), Z16
+	VMOVUPS 64(SI), Z17
+	VMOVUPS 128(SI), Z18
+	VMOVUPS 192(SI), Z19
+	VMOVUPS 256(SI), Z20
+	VMOVUPS 320(SI), Z21
+	VMOVUPS 384(SI), Z22
+	VMOVUPS 448(SI), Z23
+	TESTQ CX, CX
+	JEQ asdone
+asloop:
+	VMULPS (DI), Z16, Z0
+	VMULPS 64(DI), Z17, Z1
+	VFMADD231PS 128(DI), Z18, Z0
+	VFMADD231PS 192(DI), Z19, Z1
+	VFMADD231PS 256(DI), Z20, Z0
+	VFMADD231PS 320(DI), Z21, Z1
+	VFMADD231PS 384(DI), Z22, Z0
+	VFMADD231PS 448(DI), Z23, Z1
+	VADDPS Z1, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VPERMILPS $0x4E, X0, X1
+	VADDPS X1, X0, X0
+	VPERMILPS $0xB1, X0, X1
+	VADDPS X1, X0, X0
+	VMULSS X15, X0, X0
+	MOVSS X0, (DX)
+	ADDQ BX, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNE asloop
+asdone:
+	VZEROUPPER
+	RET
+
+// func attnMix128(w *float32, v *float32, stride int, n int, o *float32)
+// o[0:128] = Σ_p w[p] · v[p·stride : p·stride+128], o held in registers.
+TEXT ·attnMix128(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ v+8(FP), DI
+	MOVQ stride+16(FP), BX
+	SHLQ $2, BX
+	MOVQ n+24(FP), CX
+	MOVQ o+32(FP), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	TESTQ CX, CX
+	JEQ amxdone
+amxloop:
+	VBROADCASTSS (SI), Z8
+	VFMADD231PS (DI), Z8, Z0
+	VFMADD231PS 64(DI), Z8, Z1
+	VFMADD231PS 128(DI), Z8, Z2
+	VFMADD231PS 192(DI), Z8, Z3
+	VFMADD231PS 256(DI), Z8, Z4
+	VFMADD231PS 320(DI), Z8, Z5
+	VFMADD231PS 384(DI), Z8, Z6
+	VFMADD231PS 448(DI), Z8, Z7
+	ADDQ $4, SI
+	ADDQ BX, DI
+	DECQ CX
+	JNE amxloop
+amxdone:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
 	VZEROUPPER
 	RET

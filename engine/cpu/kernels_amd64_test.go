@@ -46,15 +46,30 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 		}
 		a.quantize()
 		if i2Rows != nil {
-			rows := make([]byte, 3*len(row))
+			// 7 rows: one group of four and three single rows.
+			rows := make([]byte, 7*len(row))
 			for i := range rows {
 				rows[i] = byte(rng.IntN(256))
 			}
-			out := make([]int32, 3)
+			out := make([]int32, 7)
 			i2Rows(rows, a.i2q()[:k], out)
-			for r := range 3 {
+			for r := range 7 {
 				if want := i2DotGo(rows[r*len(row):(r+1)*len(row)], a.q[:k], 0); out[r] != want {
 					t.Fatalf("i2Rows nb %d row %d: %d, want %d", nb, r, out[r], want)
+				}
+			}
+			if i2RowsScaled != nil { // decode's fused epilogue
+				scale := make([]float32, 7)
+				for r := range scale {
+					scale[r] = float32(rng.Float64() + 0.01)
+				}
+				got := make([]float32, 7)
+				i2RowsScaled(rows, a.i2q()[:k], a.total[0], a.scale[0], scale, got)
+				for r := range 7 {
+					want := float32(i2DotGo(rows[r*len(row):(r+1)*len(row)], a.q[:k], a.total[0])) * scale[r] * a.scale[0]
+					if got[r] != want {
+						t.Fatalf("i2RowsScaled nb %d row %d: %v, want %v", nb, r, got[r], want)
+					}
 				}
 			}
 		}
@@ -81,13 +96,96 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 			a.f[i] = float32(rng.NormFloat64())
 		}
 		a.quantize()
-		out := make([]float32, 2*rows)
-		h.mul(out, rows, a, 0, rows)
-		for tk := range 2 {
-			for r := range rows {
-				want := float32(q8DotGo(h.w[r*k:(r+1)*k], a.q[tk*k:(tk+1)*k])) * h.scale[r] * a.scale[tk]
-				if out[tk*rows+r] != want {
-					t.Fatalf("q8 k %d token %d row %d: %v, want %v", k, tk, r, out[tk*rows+r], want)
+		// Signed kernel first, then the VNNI one on q+128 (acts.unsigned,
+		// as matmul prepares it for the head).
+		for _, unsigned := range []bool{false, true} {
+			if unsigned {
+				a.unsigned()
+			}
+			out := make([]float32, 2*rows)
+			h.mul(out, rows, a, 0, rows)
+			for tk := range 2 {
+				for r := range rows {
+					want := float32(q8DotGo(h.w[r*k:(r+1)*k], a.q[tk*k:(tk+1)*k])) * h.scale[r] * a.scale[tk]
+					if out[tk*rows+r] != want {
+						t.Fatalf("q8 k %d unsigned %v token %d row %d: %v, want %v", k, unsigned, tk, r, out[tk*rows+r], want)
+					}
+				}
+			}
+		}
+	}
+	// Activation quantization: absmax and the tie-away rounding, on random
+	// values and on exact ties (k+0.5, both signs) and the ±127 clamp.
+	for _, nb := range []int{1, 3, 27} {
+		x := make([]float32, nb*256+7)
+		for i := range x {
+			switch i % 4 {
+			case 0:
+				x[i] = float32(rng.NormFloat64())
+			case 1:
+				x[i] = float32(rng.IntN(255)-127) + 0.5
+			case 2:
+				x[i] = -float32(rng.IntN(128)) - 0.5
+			default:
+				x[i] = float32(rng.IntN(255) - 127)
+			}
+		}
+		x[3] = 130
+		if g, s := absMaxGo(x), absMax(x); g != s {
+			t.Fatalf("absMax nb %d: portable %v, simd %v", nb, g, s)
+		}
+		for _, inv := range []float32{1, 0.37, 100 / absMaxGo(x)} {
+			qg, qs := make([]int8, nb*256), make([]int8, nb*256)
+			bg, bs := make([]int32, nb), make([]int32, nb)
+			pg, ps := make([]int8, nb*256), make([]int8, nb*256)
+			quantBlocksGo(x[:nb*256], inv, qg, pg, bg)
+			quantBlocks(x[:nb*256], inv, qs, ps, bs)
+			for i := range qg {
+				if qg[i] != qs[i] || pg[i] != ps[i] {
+					t.Fatalf("quantize nb %d inv %v: x[%d]=%v → portable %d (permuted %d), simd %d (%d)", nb, inv, i, x[i], qg[i], pg[i], qs[i], ps[i])
+				}
+			}
+			for b := range bg {
+				if bg[b] != bs[b] {
+					t.Fatalf("block sums nb %d inv %v block %d: portable %d, simd %d", nb, inv, b, bg[b], bs[b])
+				}
+			}
+		}
+	}
+	// Attention for headDim 128: scores and the weighted sum of values over
+	// positions stride floats apart, against dotF32Go/axpyF32Go.
+	if attnScores != nil {
+		const stride = 640
+		for _, n := range []int{0, 1, 5, 130} {
+			q := make([]float32, 128)
+			kv := make([]float32, max(n, 1)*stride)
+			for i := range q {
+				q[i] = float32(rng.NormFloat64())
+			}
+			for i := range kv {
+				kv[i] = float32(rng.NormFloat64())
+			}
+			off := 128 // a second kv head
+			got, w := make([]float32, n), make([]float32, n)
+			attnScores(q, kv[off:], stride, n, 0.088, got)
+			for p := range n {
+				want := dotF32Go(q, kv[off+p*stride:off+p*stride+128]) * 0.088
+				if abs32(got[p]-want) > 1e-5*max(1, abs32(want)) {
+					t.Fatalf("attnScores n %d pos %d: %v, want %v", n, p, got[p], want)
+				}
+				w[p] = float32(rng.Float64())
+			}
+			o, ref := make([]float32, 128), make([]float32, 128)
+			for i := range o {
+				o[i] = 7 // must be overwritten
+			}
+			attnMix(w, kv[off:], stride, n, o)
+			for p := range n {
+				axpyF32Go(w[p], kv[off+p*stride:off+p*stride+128], ref)
+			}
+			for i := range o {
+				if abs32(o[i]-ref[i]) > 1e-5*max(1, abs32(ref[i])) {
+					t.Fatalf("attnMix n %d [%d]: %v, want %v", n, i, o[i], ref[i])
 				}
 			}
 		}
@@ -98,6 +196,14 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 		for i := range x {
 			x[i], y[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
 			h[2*i], h[2*i+1] = byte(rng.IntN(256)), byte(0x30+rng.IntN(16))
+		}
+		ya, yb := append([]float32(nil), y...), append([]float32(nil), y...)
+		axpyF32Go(0.3, x, ya)
+		axpyF32(0.3, x, yb)
+		for i := range ya {
+			if abs32(ya[i]-yb[i]) > 1e-6*max(1, abs32(ya[i])) {
+				t.Fatalf("axpy n %d [%d]: %v vs %v", n, i, ya[i], yb[i])
+			}
 		}
 		if g, s := dotF32Go(x, y), dotF32(x, y); abs32(g-s) > 1e-4*float32(n) {
 			t.Errorf("f32 n %d: %v vs %v", n, g, s)

@@ -34,10 +34,11 @@ type acts struct {
 	bsum  []int32
 	total []int32
 	quant bool
+	quOK  bool // qu is filled (only the int8 head reads it)
 }
 
 func (a *acts) reset(n, k int) {
-	a.n, a.k, a.quant = n, k, false
+	a.n, a.k, a.quant, a.quOK = n, k, false, false
 	a.f = grow(a.f, n*k)
 }
 
@@ -61,41 +62,82 @@ func (a *acts) quantize() {
 	a.scale = grow(a.scale, a.n)
 	a.bsum = grow(a.bsum, a.n*nb)
 	a.total = grow(a.total, a.n)
+	// The I2 kernels' permuted copy is written along with q (full
+	// 256-blocks only; it is read only when k is a multiple of 256).
+	perm := i2Permuted && a.k%256 == 0
+	if perm {
+		a.qp = grow(a.qp, a.n*a.k)
+	}
 	for t := range a.n {
 		x := a.f[t*a.k : (t+1)*a.k]
 		q := a.q[t*a.k : (t+1)*a.k]
-		m := float32(0)
-		for _, v := range x {
-			m = max(m, abs32(v))
-		}
-		m = max(m, 1e-5)
+		bsum := a.bsum[t*nb : (t+1)*nb]
+		m := max(absMax(x), 1e-5)
 		a.scale[t] = m / 127
 		inv := 127 / m
+		full := a.k / 256
+		var qp []int8
+		if perm {
+			qp = a.qp[t*a.k : (t+1)*a.k]
+		}
+		quantBlocks(x[:full*256], inv, q[:full*256], qp, bsum[:full])
+		if full < nb {
+			quantBlocksGo(x[full*256:], inv, q[full*256:], nil, bsum[full:])
+		}
 		var tot int32
-		for b := range nb {
-			var s int32
-			for i := b * 256; i < min(a.k, (b+1)*256); i++ {
-				v := int32(math.Round(float64(x[i] * inv)))
-				v = max(-127, min(127, v))
-				q[i] = int8(v)
-				s += v
-			}
-			a.bsum[t*nb+b] = s
+		for _, s := range bsum {
 			tot += s
 		}
 		a.total[t] = tot
 	}
-	if q8Unsigned {
-		a.qu = grow(a.qu, a.n*a.k)
-		for i, v := range a.q[:a.n*a.k] {
-			a.qu[i] = byte(v) ^ 0x80
-		}
+	a.quOK = false
+}
+
+// absMax is max|x|; quantBlocks writes q = round(x·inv) (ties away from
+// zero, clamped to ±127), the sum of each 256-wide block of q into bsum
+// (the last block may be short) and, when qp is not nil, q in permuteI2
+// order. Both are SIMD where available and
+// must match the portable versions exactly.
+var (
+	absMax      = absMaxGo
+	quantBlocks = quantBlocksGo
+)
+
+func absMaxGo(x []float32) float32 {
+	m := float32(0)
+	for _, v := range x {
+		m = max(m, abs32(v))
 	}
-	if i2Permuted && a.k%256 == 0 {
-		a.qp = grow(a.qp, a.n*a.k)
-		for t := range a.n {
-			permuteI2(a.qp[t*a.k:(t+1)*a.k], a.q[t*a.k:(t+1)*a.k])
+	return m
+}
+
+func quantBlocksGo(x []float32, inv float32, q, qp []int8, bsum []int32) {
+	for b := range bsum {
+		var s int32
+		for i := b * 256; i < min(len(x), (b+1)*256); i++ {
+			v := int32(math.Round(float64(x[i] * inv)))
+			v = max(-127, min(127, v))
+			q[i] = int8(v)
+			s += v
 		}
+		bsum[b] = s
+	}
+	if qp != nil {
+		permuteI2(qp, q[:len(x)])
+	}
+}
+
+// unsigned fills qu (q+128) for the VNNI int8 head. It runs before a
+// product is dispatched, not in quantize, because only the head reads it.
+func (a *acts) unsigned() {
+	a.quantize()
+	if a.quOK {
+		return
+	}
+	a.quOK = true
+	a.qu = grow(a.qu, a.n*a.k)
+	for i, v := range a.q[:a.n*a.k] {
+		a.qu[i] = byte(v) ^ 0x80
 	}
 }
 

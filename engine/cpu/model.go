@@ -74,10 +74,21 @@ func llama3Factors(freqs []float64, factor, low, high, orig float64) []float64 {
 }
 
 func rmsnorm(dst, x, w []float32, eps float32) {
-	var ss float64
-	for _, v := range x {
-		ss += float64(v) * float64(v)
+	// Four partial sums: the additions of one chain wait on each other,
+	// and this runs on one core between the parallel products.
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		s0 += float64(v[0]) * float64(v[0])
+		s1 += float64(v[1]) * float64(v[1])
+		s2 += float64(v[2]) * float64(v[2])
+		s3 += float64(v[3]) * float64(v[3])
 	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i]) * float64(x[i])
+	}
+	ss := (s0 + s1) + (s2 + s3)
 	inv := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
 	for i, v := range x {
 		dst[i] = v * inv * w[i]

@@ -28,6 +28,10 @@ var i2Dot = i2DotGo
 // len(out) consecutive I2 rows against one activation row in one call.
 var i2Rows func(rows []byte, q []int8, out []int32)
 
+// i2RowsScaled, when set, is i2Rows with the decode epilogue fused:
+// out[i] = float32(Σ code·q − total) · scale[i] · xs for len(out) rows.
+var i2RowsScaled func(rows []byte, q []int8, total int32, xs float32, scale, out []float32)
+
 // i2Permuted says the I2 kernels read acts.qp (permuteI2 order) instead of
 // acts.q.
 var i2Permuted bool
@@ -235,6 +239,9 @@ type q8Linear struct {
 var (
 	q8Unsigned bool
 	q8DotU     func(w []int8, xu []byte, x []int8, wsum int32) int32
+	// q8RowsU, when set, writes Σ_{i<k&^63} w·xu for len(out)
+	// consecutive k-wide rows of w (one call per chunk of rows: decode).
+	q8RowsU func(w []int8, k int, xu []byte, out []int32)
 )
 
 func (l *q8Linear) rows() int      { return l.r }
@@ -245,16 +252,41 @@ func (l *q8Linear) format() string { return "Q8" }
 
 func (l *q8Linear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 	k := l.c
+	if q8Unsigned && q8RowsU != nil && a.quOK {
+		l.mulRows(out, ldo, a, r0, r1)
+		return
+	}
 	for r := r0; r < r1; r++ {
 		w := l.w[r*k : (r+1)*k]
 		for t := range a.n {
 			var d int32
-			if q8Unsigned {
+			if q8Unsigned && a.quOK {
 				d = q8DotU(w, a.qu[t*k:(t+1)*k], a.q[t*k:(t+1)*k], l.wsum[r])
 			} else {
 				d = q8Dot(w, a.q[t*k:(t+1)*k])
 			}
 			out[t*ldo+r] = float32(d) * l.scale[r] * a.scale[t]
+		}
+	}
+}
+
+// mulRows runs chunks of rows per kernel call for each token.
+func (l *q8Linear) mulRows(out []float32, ldo int, a *acts, r0, r1 int) {
+	k, k64 := l.c, l.c&^63
+	var sums [64]int32
+	for t := range a.n {
+		xu, x, xs := a.qu[t*k:(t+1)*k], a.q[t*k:(t+1)*k], a.scale[t]
+		for r := r0; r < r1; r += len(sums) {
+			n := min(len(sums), r1-r)
+			q8RowsU(l.w[r*k:(r+n)*k], k, xu, sums[:n])
+			o := out[t*ldo+r : t*ldo+r+n]
+			for i := range o {
+				d := sums[i] - 128*l.wsum[r+i]
+				if k64 < k {
+					d += q8DotGo(l.w[(r+i)*k+k64:(r+i+1)*k], x[k64:])
+				}
+				o[i] = float32(d) * l.scale[r+i] * xs
+			}
 		}
 	}
 }

@@ -290,6 +290,14 @@ func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
 func (l *ternLinear) mulI2Rows(out []float32, ldo int, a *acts, r0, r1 int) {
 	k := a.k
 	aq := a.i2q()
+	if i2RowsScaled != nil && l.rowScale != nil {
+		for t := range a.n {
+			q := aq[t*k : (t+1)*k]
+			i2RowsScaled(l.data[r0*l.rowBytes:r1*l.rowBytes], q, a.total[t], a.scale[t],
+				l.rowScale[r0:r1], out[t*ldo+r0:t*ldo+r1])
+		}
+		return
+	}
 	var sums [64]int32
 	for t := range a.n {
 		q, tot, xs := aq[t*k:(t+1)*k], a.total[t], a.scale[t]
