@@ -95,27 +95,14 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 		} else {
 			copy(s.b.f, s.att[:n*qd])
 		}
-		m.matmul(s.xn, L.o, &s.b)
-		for i := range n * H {
-			s.x[i] += s.xn[i]
-		}
+		m.matmulAdd(s.x, s.xn, L.o, &s.b)
 		// feed-forward
 		s.a.reset(n, H)
 		for t := range n {
 			rmsnorm(s.a.f[t*H:(t+1)*H], s.x[t*H:(t+1)*H], L.ffnNorm, ar.eps)
 		}
-		m.matmulN(&s.a, [][]float32{s.g, s.u}, L.gate, L.up)
 		F := ar.ffn
-		for i := range n * F {
-			g := s.g[i]
-			if ar.relu2 {
-				g = max(g, 0)
-				g *= g
-			} else {
-				g = silu(g)
-			}
-			s.g[i] = g * s.u[i]
-		}
+		m.gatedFFN(&s.a, s.g, s.u, L.gate, L.up, ar.relu2)
 		s.b.reset(n, F)
 		if L.ffnSubNorm != nil {
 			for t := range n {
@@ -124,10 +111,7 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 		} else {
 			copy(s.b.f, s.g[:n*F])
 		}
-		m.matmul(s.xn, L.down, &s.b)
-		for i := range n * H {
-			s.x[i] += s.xn[i]
-		}
+		m.matmulAdd(s.x, s.xn, L.down, &s.b)
 	}
 	s.pos += n
 	// Only the last token's logits are needed to continue.
@@ -306,6 +290,58 @@ func (m *model) matmulN(a *acts, outs [][]float32, ws ...linear) {
 				w.mul(outs[i], r, a, max(lo, base)-base, min(hi, base+r)-base)
 			}
 			base += r
+		}
+	})
+}
+
+// matmulAdd is matmul followed by the residual add x += out, done by
+// each chunk on its own rows (the same additions, off the serial path).
+func (m *model) matmulAdd(x, out []float32, w linear, a *acts) {
+	if w.int8() {
+		a.quantize()
+	}
+	if _, ok := w.(*q8Linear); ok && q8Unsigned {
+		a.unsigned()
+	}
+	rows, n := w.rows(), a.n
+	m.pool.parallel(rows, 16, func(lo, hi int) {
+		w.mul(out, rows, a, lo, hi)
+		for t := range n {
+			xr, or := x[t*rows+lo:t*rows+hi], out[t*rows+lo:t*rows+hi]
+			for i := range xr {
+				xr[i] += or[i]
+			}
+		}
+	})
+}
+
+// gatedFFN computes g = act(gate·a)·(up·a) (act relu² or SiLU): each chunk
+// runs the same rows of both matrices and multiplies them itself, so the
+// element-wise pass is off the serial path (the same arithmetic).
+func (m *model) gatedFFN(a *acts, g, u []float32, gate, up linear, relu2 bool) {
+	for _, w := range []linear{gate, up} {
+		if w.int8() {
+			a.quantize()
+		}
+		if _, ok := w.(*q8Linear); ok && q8Unsigned {
+			a.unsigned()
+		}
+	}
+	F, n := gate.rows(), a.n
+	m.pool.parallel(F, 16, func(lo, hi int) {
+		gate.mul(g, F, a, lo, hi)
+		up.mul(u, F, a, lo, hi)
+		for t := range n {
+			gr, ur := g[t*F+lo:t*F+hi], u[t*F+lo:t*F+hi]
+			for i, v := range gr {
+				if relu2 {
+					v = max(v, 0)
+					v *= v
+				} else {
+					v = silu(v)
+				}
+				gr[i] = v * ur[i]
+			}
 		}
 	})
 }

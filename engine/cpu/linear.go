@@ -151,31 +151,6 @@ func (a *acts) i2q() []int8 {
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
 
-// f32Linear is a float32 matrix, row-major, often a view of mmapped F32
-// safetensors data.
-type f32Linear struct {
-	w    []float32
-	r, c int
-	name string
-}
-
-func (l *f32Linear) rows() int      { return l.r }
-func (l *f32Linear) cols() int      { return l.c }
-func (l *f32Linear) int8() bool     { return false }
-func (l *f32Linear) size() int64    { return int64(len(l.w)) * 4 }
-func (l *f32Linear) format() string { return l.name }
-
-func (l *f32Linear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
-	k := l.c
-	// Row-outer: a weight row is read from memory once for the whole batch.
-	for r := r0; r < r1; r++ {
-		w := l.w[r*k : (r+1)*k]
-		for t := range a.n {
-			out[t*ldo+r] = dotF32(w, a.f[t*k:(t+1)*k])
-		}
-	}
-}
-
 // dotF32 is the float dot product; dispatched to SIMD where available.
 var dotF32 = dotF32Go
 
