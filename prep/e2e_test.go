@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,7 +84,7 @@ func TestE2EHubToCPUAnswers(t *testing.T) {
 	// The model in OUT answers exactly as the fixture does.
 	gotIDs, text := greedy(t, out, "Once upon a time", 12)
 	wantIDs, _ := greedy(t, tinyStories, "Once upon a time", 12)
-	if len(gotIDs) == 0 || strings.TrimSpace(text) == "" || !equalInts(gotIDs, wantIDs) {
+	if len(gotIDs) == 0 || strings.TrimSpace(text) == "" || !slices.Equal(gotIDs, wantIDs) {
 		t.Fatalf("OUT answered %v %q, the source answers %v", gotIDs, text, wantIDs)
 	}
 	// serve --models picks OUT up and answers the same through its API.
@@ -135,7 +136,7 @@ func TestE2EHubToH1BAnswers(t *testing.T) {
 		// The packed model generates what the float checkpoint generates.
 		got, gotText := greedy(t, filepath.Join(out, "bitnet-tiny.h1b"), "Once upon a time", 8)
 		want, _ := greedy(t, src, "Once upon a time", 8)
-		if len(got) == 0 || !equalInts(got, want) {
+		if len(got) == 0 || !slices.Equal(got, want) {
 			t.Errorf("%s: packed model says %v, float checkpoint %v", format, got, want)
 		}
 		// serve --models finds the .h1b one level down and answers the same.
@@ -155,7 +156,7 @@ func TestE2EGGUFAnswers(t *testing.T) {
 	}
 	got, _ := greedy(t, filepath.Join(out, "bitnet-tiny.gguf"), "Once upon a time", 8)
 	want, _ := greedy(t, src, "Once upon a time", 8)
-	if len(got) == 0 || !equalInts(got, want) {
+	if len(got) == 0 || !slices.Equal(got, want) {
 		t.Errorf("TQ2_0 GGUF says %v, float checkpoint %v", got, want)
 	}
 	// The Llama fixture has rows of 128, which TQ2_0 (blocks of 256) cannot take.
@@ -164,16 +165,4 @@ func TestE2EGGUFAnswers(t *testing.T) {
 		t.Errorf("gguf of 128-wide rows: %v", err)
 	}
 	t.Logf("gguf of 128-wide rows: %v", err)
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,7 +83,7 @@ func TestGGUFTernaryRoundTrip(t *testing.T) {
 				t.Fatalf("embedding %d: %v vs %v", i, got, src[i])
 			}
 		}
-		if !equalF32(f32le(w.bytes(t, "blk.1.ffn_sub_norm.weight")), m.weights["model.layers.1.mlp.ffn_sub_norm.weight"]) {
+		if !slices.Equal(f32le(w.bytes(t, "blk.1.ffn_sub_norm.weight")), m.weights["model.layers.1.mlp.ffn_sub_norm.weight"]) {
 			t.Error("ffn_sub_norm differs")
 		}
 		for l := 0; l < 2; l++ {
@@ -143,18 +144,6 @@ func checkTQ(t *testing.T, format string, w *walkedGGUF, gname string, m *tinyMo
 	}
 }
 
-func equalF32(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestGGUFLlamaPermutesQK: llama GGUFs store Q/K rows in llama.cpp's
 // interleaved RoPE order (convert_hf_to_gguf.py's permute), V unchanged.
 func TestGGUFLlamaPermutesQK(t *testing.T) {
@@ -170,24 +159,12 @@ func TestGGUFLlamaPermutesQK(t *testing.T) {
 	}
 	// Expected order, written out for head_dim 4 to pin the convention:
 	// rows (0,2,1,3) — HF pairs (0,2),(1,3) become (0,1),(2,3).
-	if got := PermuteQK(8, 2); !equalInts(got, []int{0, 2, 1, 3, 4, 6, 5, 7}) {
+	if got := PermuteQK(8, 2); !slices.Equal(got, []int{0, 2, 1, 3, 4, 6, 5, 7}) {
 		t.Fatalf("PermuteQK(8,2) = %v", got)
 	}
 	checkTQ(t, FormatTQ2_0, w, "blk.0.attn_q.weight", m, "model.layers.0.self_attn.q_proj.weight", PermuteQK(256, 4))
 	checkTQ(t, FormatTQ2_0, w, "blk.1.attn_k.weight", m, "model.layers.1.self_attn.k_proj.weight", PermuteQK(128, 2))
 	checkTQ(t, FormatTQ2_0, w, "blk.1.attn_v.weight", m, "model.layers.1.self_attn.v_proj.weight", nil)
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestGGUFVectorsThroughPipeline: reference rows placed inside an F32
@@ -263,11 +240,11 @@ func TestH1BRoundTrip(t *testing.T) {
 			t.Errorf("%s header %+v", f.format, hf.Header)
 		}
 		e, _ := hf.Tensor("embedding")
-		if v, _ := hf.Float32(e); !equalF32(v, m.weights["model.embed_tokens.weight"]) {
+		if v, _ := hf.Float32(e); !slices.Equal(v, m.weights["model.embed_tokens.weight"]) {
 			t.Errorf("%s: embedding differs", f.format)
 		}
 		an, _ := hf.Tensor("layers.0.attn_sub_norm")
-		if v, _ := hf.Float32(an); !equalF32(v, m.weights["model.layers.0.self_attn.attn_sub_norm.weight"]) {
+		if v, _ := hf.Float32(an); !slices.Equal(v, m.weights["model.layers.0.self_attn.attn_sub_norm.weight"]) {
 			t.Errorf("%s: attn_sub_norm differs", f.format)
 		}
 		for l := 0; l < 2; l++ {
@@ -456,8 +433,8 @@ func TestGPTQ(t *testing.T) {
 	sc, sct := read(stem + ".scales")
 	gi, git := read(stem + ".g_idx")
 	n, k := 256, 512
-	if qwt.DType != "I32" || !equalI64(qwt.Shape, []int64{int64(k / 8), int64(n)}) || !equalI64(qzt.Shape, []int64{4, int64(n / 8)}) ||
-		sct.DType != "F16" || !equalI64(sct.Shape, []int64{4, int64(n)}) || !equalI64(git.Shape, []int64{int64(k)}) {
+	if qwt.DType != "I32" || !slices.Equal(qwt.Shape, []int64{int64(k / 8), int64(n)}) || !slices.Equal(qzt.Shape, []int64{4, int64(n / 8)}) ||
+		sct.DType != "F16" || !slices.Equal(sct.Shape, []int64{4, int64(n)}) || !slices.Equal(git.Shape, []int64{int64(k)}) {
 		t.Fatalf("shapes %v %v %v %v", qwt.Shape, qzt.Shape, sct.Shape, git.Shape)
 	}
 	u32s := func(b []byte) []uint32 {
@@ -502,18 +479,6 @@ func TestGPTQ(t *testing.T) {
 	if len(res.Files) < 3 {
 		t.Errorf("files %v", res.Files)
 	}
-}
-
-func equalI64(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestPackErrors: bad input gets one clear line naming tensor, shape and
@@ -640,7 +605,7 @@ func TestGGUFF32TinyStories(t *testing.T) {
 			}
 			src = perm
 		}
-		if !equalF32(got, src) {
+		if !slices.Equal(got, src) {
 			t.Errorf("%s differs from %s", gname, st.Name)
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	goio "io"
-	"os"
 	"reflect"
 
 	"github.com/edgectl/edgectl/format/gguf"
@@ -15,17 +14,7 @@ func init() {
 
 // isGGUF matches by extension or by magic, so renamed files still work.
 func isGGUF(path string) bool {
-	if hasExt(path, ".gguf") {
-		return true
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var m [4]byte
-	n, _ := f.ReadAt(m[:], 0)
-	return n == 4 && string(m[:]) == gguf.Magic
+	return sniff(path, ".gguf", gguf.Magic)
 }
 
 func inspectGGUF(path string) (*report, error) {

@@ -14,17 +14,7 @@ func init() {
 }
 
 func isH1B(path string) bool {
-	if hasExt(path, ".h1b") {
-		return true
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var m [4]byte
-	n, _ := f.ReadAt(m[:], 0)
-	return n == 4 && string(m[:3]) == h1b.Magic[:3]
+	return sniff(path, ".h1b", h1b.Magic[:3]) // legacy loaders compare 3 bytes
 }
 
 // inspectH1B lists the named tensors of a legacy .h1b. A packed matrix

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -64,6 +65,22 @@ type inspector struct {
 var inspectors []inspector
 
 func registerInspector(i inspector) { inspectors = append(inspectors, i) }
+
+// sniff reports whether path ends in ext, or (for renamed files) starts
+// with magic.
+func sniff(path, ext, magic string) bool {
+	if hasExt(path, ext) {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, len(magic))
+	n, _ := f.ReadAt(b, 0)
+	return n == len(magic) && string(b) == magic
+}
 
 func hasExt(path string, exts ...string) bool {
 	e := strings.ToLower(filepath.Ext(path))

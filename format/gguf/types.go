@@ -9,7 +9,10 @@
 // of HF shape [out, in] is stored with ne = {in, out}.
 package gguf
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Magic is the first four bytes of every GGUF file.
 const Magic = "GGUF"
@@ -112,30 +115,11 @@ func (t Type) RowSize(ne0 int64) int64 {
 // TypeByName looks a ggml type up by its name ("tq2_0" or "TQ2_0").
 func TypeByName(name string) (Type, bool) {
 	for t, i := range types {
-		if equalFold(i.name, name) {
+		if strings.EqualFold(i.name, name) {
 			return t, true
 		}
 	}
 	return 0, false
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'a' <= x && x <= 'z' {
-			x -= 32
-		}
-		if 'a' <= y && y <= 'z' {
-			y -= 32
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // ValueType is the type tag of a metadata value (enum gguf_type).
