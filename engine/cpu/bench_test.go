@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,36 +164,50 @@ func loadBench(b *testing.B, name string) *model {
 	return em.(*model)
 }
 
+// benchDecode times decode in rounds of decodeSteps tokens (one op each)
+// and measures the read bandwidth right before every round: the machine
+// is shared, and both the bandwidth and our share of it drift by ±30%
+// within a minute, so a ratio of numbers taken far apart measures the
+// neighbours. The reported ratio is the median of the per-round ratios;
+// tok/s is over all rounds.
 func benchDecode(b *testing.B, name string) {
 	m := loadBench(b, name)
-	bw := readBandwidth(m, benchThreads)
 	st := newState(m)
 	ctx := context.Background()
 	if _, err := st.forward(ctx, []int{1, 2, 3, 4}); err != nil { // warm up
 		b.Fatal(err)
 	}
-	cpu0 := cpuTime()
-	b.ResetTimer()
-	// One op is decodeSteps tokens, so `make bench`'s -benchtime 3x still
-	// averages over enough steps.
-	for i := 0; i < b.N*decodeSteps; i++ {
-		if st.pos >= 256 {
-			st.truncate(4)
-		}
-		if _, err := st.forward(ctx, []int{(i * 7919) % m.arch.vocab}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	tps := float64(b.N*decodeSteps) / b.Elapsed().Seconds()
-	reportCPU(b, cpuTime()-cpu0, b.N*decodeSteps)
 	bytes := float64(m.weightBytes())
-	roof := bw / bytes
+	var ratios, bws []float64
+	var cpu time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		bw := readBandwidth(m, benchThreads)
+
+		cpu0, start := cpuTime(), time.Now()
+		b.StartTimer()
+		for j := range decodeSteps {
+			if st.pos >= 256 {
+				st.truncate(4)
+			}
+			if _, err := st.forward(ctx, []int{((i*decodeSteps + j) * 7919) % m.arch.vocab}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		cpu += cpuTime() - cpu0
+		tps := decodeSteps / time.Since(start).Seconds()
+		ratios, bws = append(ratios, tps/(bw/bytes)), append(bws, bw)
+	}
+	tps := float64(b.N*decodeSteps) / b.Elapsed().Seconds()
+	reportCPU(b, cpu, b.N*decodeSteps)
+	bw := median(bws)
 	b.ReportMetric(tps, "tok/s")
-	b.ReportMetric(roof, "roofline-tok/s")
-	b.ReportMetric(tps/roof, "roofline-ratio")
+	b.ReportMetric(bw/bytes, "roofline-tok/s")
+	b.ReportMetric(median(ratios), "roofline-ratio")
 	b.ReportMetric(bytes/1e6, "MB/token")
-	b.ReportMetric(bw/1e9, "read-GB/s")
+	b.ReportMetric(bw/1e9, "read-GB/s") // the median of the rounds' probes
 	b.ReportMetric(peakRSS(), "peak-RSS-MB")
 	b.ReportMetric(float64(m.w.head.size())/1e6, "head-MB")
 	b.Logf("%s: kernels %s, %d threads, GOMAXPROCS %d, load average %s", name, kernelName, benchThreads, runtime.GOMAXPROCS(0), loadAvg())
@@ -239,6 +254,14 @@ func BenchmarkPrefillTQ1_0(b *testing.B)        { benchPrefill(b, "TQ1_0") }
 func BenchmarkPrefillHALO2(b *testing.B)        { benchPrefill(b, "halo2") }
 func BenchmarkPrefillSherry(b *testing.B)       { benchPrefill(b, "sherry") }
 func BenchmarkPrefillTQ1H(b *testing.B)         { benchPrefill(b, "tq1h") }
+
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
 
 func loadAvg() string {
 	b, _ := os.ReadFile("/proc/loadavg")

@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"math"
+	"sync"
 )
 
 // state is one sequence's KV cache and scratch buffers.
@@ -11,9 +12,9 @@ type state struct {
 	pos    int         // tokens in the cache
 	kc, vc [][]float32 // per layer: pos × kvHeads·headDim, grown on demand
 
-	x, xn, q, k, v, att, g, u, logits []float32
-	a, b                              acts
-	cos, sin                          []float32
+	x, xn, q, att, g, u, logits []float32
+	a, b                        acts
+	cos, sin                    []float32
 }
 
 func newState(m *model) *state {
@@ -31,8 +32,6 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 	s.x = grow(s.x, n*H)
 	s.xn = grow(s.xn, n*H)
 	s.q = grow(s.q, n*qd)
-	s.k = grow(s.k, n*kvd)
-	s.v = grow(s.v, n*kvd)
 	s.att = grow(s.att, n*qd)
 	s.g = grow(s.g, n*ar.ffn)
 	s.u = grow(s.u, n*ar.ffn)
@@ -62,18 +61,22 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 		for t := range n {
 			rmsnorm(s.a.f[t*H:(t+1)*H], s.x[t*H:(t+1)*H], L.attnNorm, ar.eps)
 		}
-		m.matmulN(&s.a, [][]float32{s.q, s.k, s.v}, L.q, L.k, L.v)
+		// k and v are written straight into the cache slots of the new
+		// positions: by the cores that compute them, inside the product.
+		kNew := s.kc[l][s.pos*kvd : (s.pos+n)*kvd]
+		vNew := s.vc[l][s.pos*kvd : (s.pos+n)*kvd]
+		m.matmulN(&s.a, [][]float32{s.q, kNew, vNew}, L.q, L.k, L.v)
 		if L.qBias != nil {
 			addBias(s.q, L.qBias, n)
-			addBias(s.k, L.kBias, n)
-			addBias(s.v, L.vBias, n)
+			addBias(kNew, L.kBias, n)
+			addBias(vNew, L.vBias, n)
 		}
 		if L.qNorm != nil {
 			for i := 0; i < n*qd; i += hd {
 				rmsnorm(s.q[i:i+hd], s.q[i:i+hd], L.qNorm, ar.eps)
 			}
 			for i := 0; i < n*kvd; i += hd {
-				rmsnorm(s.k[i:i+hd], s.k[i:i+hd], L.kNorm, ar.eps)
+				rmsnorm(kNew[i:i+hd], kNew[i:i+hd], L.kNorm, ar.eps)
 			}
 		}
 		for t := range n {
@@ -81,11 +84,9 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 				s.rope(s.q[t*qd+h*hd:t*qd+(h+1)*hd], t)
 			}
 			for h := range ar.kvHeads {
-				s.rope(s.k[t*kvd+h*hd:t*kvd+(h+1)*hd], t)
+				s.rope(kNew[t*kvd+h*hd:t*kvd+(h+1)*hd], t)
 			}
 		}
-		copy(s.kc[l][s.pos*kvd:], s.k[:n*kvd])
-		copy(s.vc[l][s.pos*kvd:], s.v[:n*kvd])
 		s.attention(l, n)
 		s.b.reset(n, qd)
 		if L.attnSubNorm != nil {
@@ -185,7 +186,10 @@ func (s *state) attention(l, n int) {
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	kc, vc := s.kc[l], s.vc[l]
 	s.m.pool.parallel(n*ar.heads, 1, func(lo, hi int) {
-		var scores []float32
+		buf := scoreBufs.Get().(*[]float32)
+		defer scoreBufs.Put(buf)
+		scores := *buf
+		defer func() { *buf = scores }()
 		for task := lo; task < hi; task++ {
 			t, h := task/ar.heads, task%ar.heads
 			q := s.q[t*qd+h*hd : t*qd+(h+1)*hd]
@@ -197,16 +201,7 @@ func (s *state) attention(l, n int) {
 				// One call per head over every position (SIMD, q and o
 				// in registers) instead of one per position.
 				attnScores(q, kc[kvh*hd:], kvd, end, scale, scores)
-				mx := float32(math.Inf(-1))
-				for _, sc := range scores[:end] {
-					mx = max(mx, sc)
-				}
-				var sum float32
-				for p, sc := range scores[:end] {
-					e := float32(math.Exp(float64(sc - mx)))
-					scores[p] = e
-					sum += e
-				}
+				sum := expSubSum(scores[:end], maxF32(scores[:end]))
 				inv := 1 / sum
 				for p := range scores[:end] {
 					scores[p] *= inv
@@ -236,6 +231,10 @@ func (s *state) attention(l, n int) {
 	})
 }
 
+// scoreBufs recycles attention's per-chunk score rows (a chunk of heads
+// runs ~10 times per layer per token; allocating each showed in profiles).
+var scoreBufs = sync.Pool{New: func() any { return new([]float32) }}
+
 // attnScores and attnMix, when set, run one head of attention for
 // headDim 128 in one call each: out[p] = (q·k_p)·scale over n positions
 // stride floats apart, and o = Σ_p w[p]·v_p.
@@ -243,6 +242,35 @@ var (
 	attnScores func(q, k []float32, stride, n int, scale float32, out []float32)
 	attnMix    func(w, v []float32, stride, n int, o []float32)
 )
+
+// maxF32 is the largest of x (−Inf when empty; NaN-free input); SIMD where
+// available.
+var maxF32 = maxF32Go
+
+func maxF32Go(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+// expSubSum sets x[i] = e^(x[i]−mx) and returns their sum: softmax's
+// numerators. SIMD versions use a float32 polynomial exp (≈1 ulp), so they
+// agree with this one to rounding, not bit for bit.
+var expSubSum = expSubSumGo
+
+func expSubSumGo(x []float32, mx float32) float32 {
+	var sum float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		x[i] = e
+		sum += e
+	}
+	return sum
+}
 
 // axpyF32 is y += a·x (len(x) ≥ len(y)); SIMD where available. FMA
 // rounds once per element where the portable loop rounds twice, so the two

@@ -140,16 +140,28 @@ func must(t testing.TB, err error) {
 // TestRepackedKernelsExact: every packing whose rows carry one scale is
 // repacked to I2 at load; the I2 kernel must give the exact product of the
 // dequantized weights and the int8 activations (a float64 sum of integer
-// multiples of one scale is exact), rounded once.
+// multiples of one scale is exact), rounded once. 19 rows stay plain I2;
+// 20 rows are interleaved (I2x4) where the kernels for it exist, and their
+// products are checked over whole and partial row ranges (a range not on
+// a group boundary takes the portable path).
 func TestRepackedKernelsExact(t *testing.T) {
+	for _, rows := range []int{19, 20} {
+		testRepackedKernelsExact(t, rows)
+	}
+}
+
+func testRepackedKernelsExact(t *testing.T, rows int) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	const rows, k, n = 19, 512, 6 // 6 tokens: the 4-token prefill kernel and the remainder
-	a := &acts{}
+	const k, n = 512, 6       // 6 tokens: the 4-token prefill kernel and the remainder
+	a, a1 := &acts{}, &acts{} // prefill (6 tokens) and decode (1)
 	a.reset(n, k)
 	for i := range a.f {
 		a.f[i] = float32(rng.NormFloat64())
 	}
 	a.quantize()
+	a1.reset(1, k)
+	copy(a1.f, a.f)
+	a1.quantize()
 	mem := &arena{}
 	defer mem.Close()
 	for _, kind := range []string{"TQ2_0", "TQ1_0", "halo2", "tq1h", "sherry"} {
@@ -208,26 +220,39 @@ func TestRepackedKernelsExact(t *testing.T) {
 			native = newTernary(kind, data, rows, k, scales)
 		}
 		l := repack(native, mem)
-		if l.kind != "I2" || l.format() != kind {
-			t.Fatalf("%s: repacked to %s (%s)", kind, l.kind, l.format())
+		wantKind := "I2"
+		if i2Interleave(rows) {
+			wantKind = "I2x4"
 		}
-		got := make([]float32, n*rows)
-		l.mul(got, rows, a, 0, rows)
-		for tk := range n {
-			for r := range rows {
-				var s float64
-				for i := range k {
-					s += deq[r][i] * float64(a.q[tk*k+i])
-				}
-				want := float32(s)
-				if l.rowScale != nil && (kind != "TQ2_0" && kind != "TQ1_0") {
-					want *= scales[r]
-				}
-				want *= a.scale[tk]
-				if got[tk*rows+r] != want {
-					t.Fatalf("%s token %d row %d: %v, want %v", kind, tk, r, got[tk*rows+r], want)
+		if l.kind != wantKind || l.format() != kind {
+			t.Fatalf("%s, %d rows: repacked to %s (%s), want %s", kind, rows, l.kind, l.format(), wantKind)
+		}
+		check := func(a *acts, r0, r1 int) {
+			t.Helper()
+			got := make([]float32, a.n*rows)
+			l.mul(got, rows, a, r0, r1)
+			for tk := range a.n {
+				for r := r0; r < r1; r++ {
+					var s float64
+					for i := range k {
+						s += deq[r][i] * float64(a.q[tk*k+i])
+					}
+					want := float32(s)
+					if l.rowScale != nil && (kind != "TQ2_0" && kind != "TQ1_0") {
+						want *= scales[r]
+					}
+					want *= a.scale[tk]
+					if got[tk*rows+r] != want {
+						t.Fatalf("%s (%s, %d rows, %d tokens, rows %d–%d) token %d row %d: %v, want %v",
+							kind, l.kind, rows, a.n, r0, r1, tk, r, got[tk*rows+r], want)
+					}
 				}
 			}
 		}
+		check(a, 0, rows)
+		check(a, 5, rows-2)
+		check(a1, 0, rows)
+		check(a1, 4, rows&^3)
+		check(a1, 3, rows-1)
 	}
 }

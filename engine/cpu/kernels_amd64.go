@@ -31,10 +31,10 @@ func i2DotAVX512(row *byte, qp *int8, nb int) int32
 func i2Dot4AVX512(row *byte, qp *int8, k int, nb int, out *int32)
 
 //go:noescape
-func i2DotVNNI(row *byte, qp *int8, nb int) int32
+func i2DotVNNI(row *byte, qp *int8, nb int, blk int) int32
 
 //go:noescape
-func i2Dot4VNNI(row *byte, qp *int8, k int, nb int, out *int32)
+func i2Dot4VNNI(row *byte, qp *int8, k int, nb int, out *int32, blk int)
 
 //go:noescape
 func q8DotVNNI(w *int8, xu *byte, n int) int32
@@ -44,6 +44,9 @@ func i2RowsVNNI(rows *byte, qp *int8, nb int, n int, out *int32)
 
 //go:noescape
 func i2RowsScaledVNNI(rows *byte, qp *int8, nb int, n int, total int32, xs float32, scale *float32, out *float32)
+
+//go:noescape
+func i2x4RowsScaledVNNI(groups *byte, qp *int8, nb int, ngroups int, total int32, xs float32, scale *float32, out *float32)
 
 //go:noescape
 func attnScores128(q *float32, k *float32, stride int, n int, scale float32, out *float32)
@@ -56,6 +59,18 @@ func q8RowsVNNI(w *int8, xu *byte, stride int, n64 int, nrows int, out *int32)
 
 //go:noescape
 func absMaxAVX512(x *float32, n int) float32
+
+//go:noescape
+func maxAVX512(x *float32, n int) float32
+
+//go:noescape
+func sumSquaresAVX512(x *float32, n int) float64
+
+//go:noescape
+func scaleMulAVX512(dst, x, w *float32, n int, inv float32)
+
+//go:noescape
+func expSubSumAVX512(x *float32, n int, mx float32) float32
 
 //go:noescape
 func quantBlocksAVX512(x *float32, nb int, inv float32, q *int8, qp *int8, bsum *int32)
@@ -118,6 +133,38 @@ func init() {
 			_ = v[(n-1)*stride+127]
 			attnMix128(unsafe.SliceData(w), unsafe.SliceData(v), stride, n, unsafe.SliceData(o))
 		}
+		sumSquares = func(x []float32) float64 {
+			n := len(x) &^ 15
+			var s float64
+			if n > 0 {
+				s = sumSquaresAVX512(unsafe.SliceData(x), n)
+			}
+			return s + sumSquaresGo(x[n:])
+		}
+		scaleMul = func(dst, x, w []float32, inv float32) {
+			n := len(x) &^ 15
+			if n > 0 {
+				_ = dst[n-1]
+				_ = w[n-1]
+				scaleMulAVX512(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(w), n, inv)
+			}
+			scaleMulGo(dst[n:], x[n:], w[n:], inv)
+		}
+		maxF32 = func(x []float32) float32 {
+			n := len(x) &^ 15
+			if n == 0 {
+				return maxF32Go(x)
+			}
+			return max(maxAVX512(unsafe.SliceData(x), n), maxF32Go(x[n:]))
+		}
+		expSubSum = func(x []float32, mx float32) float32 {
+			n := len(x) &^ 15
+			var s float32
+			if n > 0 {
+				s = expSubSumAVX512(unsafe.SliceData(x), n, mx)
+			}
+			return s + expSubSumGo(x[n:], mx)
+		}
 		absMax = func(x []float32) float32 {
 			n := len(x) &^ 15
 			var m float32
@@ -175,7 +222,7 @@ func init() {
 			i2Dot = func(row []byte, qp []int8, total int32) int32 {
 				nb := len(qp) / 256
 				_ = row[nb*64-1]
-				return i2DotVNNI(unsafe.SliceData(row), unsafe.SliceData(qp), nb) - total
+				return i2DotVNNI(unsafe.SliceData(row), unsafe.SliceData(qp), nb, i2Block) - total
 			}
 			i2Rows = func(rows []byte, qp []int8, out []int32) {
 				nb := len(qp) / 256
@@ -198,7 +245,32 @@ func init() {
 				nb := k / 256
 				_ = row[nb*64-1]
 				_ = qp[3*k+nb*256-1]
-				i2Dot4VNNI(unsafe.SliceData(row), unsafe.SliceData(qp), k, nb, &out[0])
+				i2Dot4VNNI(unsafe.SliceData(row), unsafe.SliceData(qp), k, nb, &out[0], i2Block)
+				for t := range 4 {
+					out[t] -= totals[t]
+				}
+			}
+			// The interleaved layout: one sequential stream per group of
+			// four rows (see i2x4RowsScaled).
+			i2x4RowsScaled = func(groups []byte, qp []int8, total int32, xs float32, scale, out []float32) {
+				nb := len(qp) / 256
+				if len(out) == 0 || nb == 0 {
+					return
+				}
+				_ = groups[len(out)/4*4*nb*i2Block-1]
+				_ = scale[len(out)-1]
+				i2x4RowsScaledVNNI(unsafe.SliceData(groups), unsafe.SliceData(qp), nb, len(out)/4, total, xs, unsafe.SliceData(scale), unsafe.SliceData(out))
+			}
+			i2x4Dot = func(row []byte, qp []int8, total int32) int32 {
+				nb := len(qp) / 256
+				_ = row[(nb-1)*4*i2Block+i2Block-1]
+				return i2DotVNNI(unsafe.SliceData(row), unsafe.SliceData(qp), nb, 4*i2Block) - total
+			}
+			i2x4Dot4 = func(row []byte, qp []int8, k int, totals []int32, out *[4]int32) {
+				nb := k / 256
+				_ = row[(nb-1)*4*i2Block+i2Block-1]
+				_ = qp[3*k+nb*256-1]
+				i2Dot4VNNI(unsafe.SliceData(row), unsafe.SliceData(qp), k, nb, &out[0], 4*i2Block)
 				for t := range 4 {
 					out[t] -= totals[t]
 				}

@@ -4,8 +4,14 @@
 
 // Prefetch distances (bytes ahead) for the decode kernels, which stream
 // weights from memory: software prefetch lets the loads of the next rows
-// overlap the arithmetic on these ones (measured: decode +12%).
+// overlap the arithmetic on these ones (measured: decode +12%). SPFD is
+// the distance of i2RowsScaledVNNI's single sequential stream, which
+// prefetches with the non-temporal hint: on the Zen 5 VM, NTA 12–16 KiB
+// ahead streamed the BitNet-2B decode chain ~15% faster than T0 at 10 KiB
+// and ~20% faster than no prefetch (ExpVariants, best of 40 alternating
+// rounds; engine.md).
 #define PFD 10240
+#define SPFD 16384
 #define QPFD 4096
 
 // func tq2BlockSumsAVX2(row *byte, q *int8, nb int, out *int32)
@@ -658,11 +664,13 @@ z4done:
 // AVX512-VNNI versions: VPDPBUSD multiplies the unsigned codes by the
 // signed activations and accumulates int32 directly.
 
-// func i2DotVNNI(row *byte, qp *int8, nb int) int32
-TEXT ·i2DotVNNI(SB), NOSPLIT, $0-28
+// func i2DotVNNI(row *byte, qp *int8, nb int, blk int) int32
+// One row whose 64-byte blocks lie blk bytes apart (64 plain I2, 256 I2x4).
+TEXT ·i2DotVNNI(SB), NOSPLIT, $0-36
 	MOVQ row+0(FP), SI
 	MOVQ qp+8(FP), DI
 	MOVQ nb+16(FP), CX
+	MOVQ blk+24(FP), R8
 	MOVL $0x03030303, AX
 	MOVD AX, X15
 	VPBROADCASTD X15, Z15
@@ -683,7 +691,7 @@ v1block:
 	VPSRLW $6, Z1, Z2
 	VPANDQ Z15, Z2, Z2
 	VPDPBUSD 192(DI), Z2, Z12
-	ADDQ $64, SI
+	ADDQ R8, SI
 	ADDQ $256, DI
 	DECQ CX
 	JNE v1block
@@ -699,16 +707,18 @@ v1done:
 	VPADDD X1, X0, X0
 	MOVD X0, AX
 	VZEROUPPER
-	MOVL AX, ret+24(FP)
+	MOVL AX, ret+32(FP)
 	RET
 
-// func i2Dot4VNNI(row *byte, qp *int8, k int, nb int, out *int32)
-TEXT ·i2Dot4VNNI(SB), NOSPLIT, $0-40
+// func i2Dot4VNNI(row *byte, qp *int8, k int, nb int, out *int32, blk int)
+// One row (blocks blk bytes apart) against four activation rows k apart.
+TEXT ·i2Dot4VNNI(SB), NOSPLIT, $0-48
 	MOVQ row+0(FP), SI
 	MOVQ qp+8(FP), DI
 	MOVQ k+16(FP), BX
 	MOVQ nb+24(FP), CX
 	MOVQ out+32(FP), DX
+	MOVQ blk+40(FP), R11
 	LEAQ (DI)(BX*1), R8
 	LEAQ (R8)(BX*1), R9
 	LEAQ (R9)(BX*1), R10
@@ -746,7 +756,7 @@ v4block:
 	VPDPBUSD 192(R8), Z2, Z9
 	VPDPBUSD 192(R9), Z2, Z10
 	VPDPBUSD 192(R10), Z2, Z11
-	ADDQ $64, SI
+	ADDQ R11, SI
 	ADDQ $256, DI
 	ADDQ $256, R8
 	ADDQ $256, R9
@@ -1093,10 +1103,10 @@ vsquad:
 	VPXORQ Z14, Z14, Z14
 	VPXORQ Z15, Z15, Z15
 vsqblock:
-	PREFETCHT0 PFD(R15)
-	PREFETCHT0 PFD+64(R15)
-	PREFETCHT0 PFD+128(R15)
-	PREFETCHT0 PFD+192(R15)
+	PREFETCHNTA SPFD(R15)
+	PREFETCHNTA SPFD+64(R15)
+	PREFETCHNTA SPFD+128(R15)
+	PREFETCHNTA SPFD+192(R15)
 	ADDQ $256, R15
 	VMOVDQU64 (DI), Z24
 	VMOVDQU64 64(DI), Z25
@@ -1612,5 +1622,299 @@ amxdone:
 	VMOVUPS Z5, 320(DX)
 	VMOVUPS Z6, 384(DX)
 	VMOVUPS Z7, 448(DX)
+	VZEROUPPER
+	RET
+
+// func maxAVX512(x *float32, n int) float32   (n a positive multiple of 16)
+TEXT ·maxAVX512(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VMOVUPS (SI), Z0
+	ADDQ $64, SI
+	SHRQ $4, CX
+	DECQ CX
+	JEQ mxsum
+mxloop:
+	VMAXPS (SI), Z0, Z0
+	ADDQ $64, SI
+	DECQ CX
+	JNE mxloop
+mxsum:
+	VEXTRACTF64X4 $1, Z0, Y1
+	VMAXPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4E, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xB1, X0, X1
+	VMAXPS X1, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+16(FP)
+	RET
+
+// func expSubSumAVX512(x *float32, n int, mx float32) float32   (n a multiple of 16)
+// x[i] = exp(x[i] − mx) in place, returning Σ x[i]: softmax's numerators.
+// exp as Cephes' expf: n = round(x·log2 e), r = x − n·ln 2 (in two
+// parts), e^r by its degree-7 polynomial (≈1 ulp), times 2^n (VSCALEFPS).
+// Arguments below −87.3 (e^x under float32's smallest normal) are clamped.
+TEXT ·expSubSumAVX512(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS mx+16(FP), Z31
+	MOVL $0xc2aeac4f, AX // -87.33654
+	VPBROADCASTD AX, Z30
+	MOVL $0x3fb8aa3b, AX // log2(e)
+	VPBROADCASTD AX, Z29
+	MOVL $0x3f318000, AX // ln 2, high part (0.693359375)
+	VPBROADCASTD AX, Z28
+	MOVL $0xb95e8083, AX // ln 2, low part (-2.12194440e-4)
+	VPBROADCASTD AX, Z27
+	MOVL $0x39506967, AX // 1.9875691500e-4
+	VPBROADCASTD AX, Z26
+	MOVL $0x3ab743ce, AX // 1.3981999507e-3
+	VPBROADCASTD AX, Z25
+	MOVL $0x3c088908, AX // 8.3334519073e-3
+	VPBROADCASTD AX, Z24
+	MOVL $0x3d2aa9c1, AX // 4.1665795894e-2
+	VPBROADCASTD AX, Z23
+	MOVL $0x3e2aaaaa, AX // 1.6666665459e-1
+	VPBROADCASTD AX, Z22
+	MOVL $0x3f000000, AX // 0.5
+	VPBROADCASTD AX, Z21
+	MOVL $0x3f800000, AX // 1
+	VPBROADCASTD AX, Z20
+	VPXORD Z0, Z0, Z0
+	SHRQ $4, CX
+	JEQ exdone
+exloop:
+	VMOVUPS (SI), Z1
+	VSUBPS Z31, Z1, Z1
+	VMAXPS Z30, Z1, Z1
+	VMULPS Z29, Z1, Z2
+	VRNDSCALEPS $0, Z2, Z2
+	VFNMADD231PS Z28, Z2, Z1
+	VFNMADD231PS Z27, Z2, Z1
+	VMOVAPS Z26, Z3
+	VFMADD213PS Z25, Z1, Z3
+	VFMADD213PS Z24, Z1, Z3
+	VFMADD213PS Z23, Z1, Z3
+	VFMADD213PS Z22, Z1, Z3
+	VFMADD213PS Z21, Z1, Z3
+	VMULPS Z1, Z1, Z4
+	VFMADD213PS Z1, Z4, Z3
+	VADDPS Z20, Z3, Z3
+	VSCALEFPS Z2, Z3, Z3
+	VMOVUPS Z3, (SI)
+	VADDPS Z3, Z0, Z0
+	ADDQ $64, SI
+	DECQ CX
+	JNE exloop
+exdone:
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VPERMILPS $0x4E, X0, X1
+	VADDPS X1, X0, X0
+	VPERMILPS $0xB1, X0, X1
+	VADDPS X1, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func sumSquaresAVX512(x *float32, n int) float64   (n a multiple of 16)
+// Σ x² in float64 (as rmsnorm's portable loop, in a different order).
+TEXT ·sumSquaresAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VXORPD Z0, Z0, Z0
+	VXORPD Z1, Z1, Z1
+	SHRQ $4, CX
+	JEQ ssdone
+ssloop:
+	VCVTPS2PD (SI), Z2
+	VCVTPS2PD 32(SI), Z3
+	VFMADD231PD Z2, Z2, Z0
+	VFMADD231PD Z3, Z3, Z1
+	ADDQ $64, SI
+	DECQ CX
+	JNE ssloop
+ssdone:
+	VADDPD Z1, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPD Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD X1, X0, X0
+	VPERMILPD $1, X0, X1
+	VADDSD X1, X0, X0
+	VZEROUPPER
+	MOVSD X0, ret+16(FP)
+	RET
+
+// func scaleMulAVX512(dst, x, w *float32, n int, inv float32)   (n a multiple of 16)
+// dst[i] = x[i]·inv·w[i], rounded as the Go expression (two multiplies).
+TEXT ·scaleMulAVX512(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ w+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS inv+32(FP), Z31
+	SHRQ $4, CX
+	JEQ smdone
+smloop:
+	VMULPS (SI), Z31, Z0
+	VMULPS (DX), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, DI
+	DECQ CX
+	JNE smloop
+smdone:
+	VZEROUPPER
+	RET
+
+// func i2x4RowsScaledVNNI(groups *byte, qp *int8, nb int, ngroups int, total int32, xs float32, scale *float32, out *float32)
+// i2RowsScaledVNNI for I2x4 matrices (ngroups·4 rows): the weights are
+// one sequential stream, read through a single pointer.
+TEXT ·i2x4RowsScaledVNNI(SB), NOSPLIT, $0-56
+	MOVQ groups+0(FP), SI
+	MOVQ qp+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ ngroups+24(FP), R13
+	MOVQ scale+40(FP), R14
+	MOVQ out+48(FP), DX
+	TESTQ R13, R13
+	JEQ xsend
+	TESTQ R12, R12
+	JEQ xsend
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z28
+	MOVL $0x0c0c0c0c, AX
+	VPBROADCASTD AX, Z29
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0xc0c0c0c0, AX
+	VPBROADCASTD AX, Z31
+xsgroup:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+xsblock:
+	PREFETCHNTA SPFD(SI)
+	PREFETCHNTA SPFD+64(SI)
+	PREFETCHNTA SPFD+128(SI)
+	PREFETCHNTA SPFD+192(SI)
+	VMOVDQU64 (DI), Z24
+	VMOVDQU64 64(DI), Z25
+	VMOVDQU64 128(DI), Z26
+	VMOVDQU64 192(DI), Z27
+	VMOVDQU64 (SI), Z16
+	VPANDQ Z28, Z16, Z20
+	VPDPBUSD Z24, Z20, Z0
+	VPANDQ Z29, Z16, Z21
+	VPDPBUSD Z25, Z21, Z1
+	VPANDQ Z30, Z16, Z22
+	VPDPBUSD Z26, Z22, Z2
+	VPANDQ Z31, Z16, Z23
+	VPDPBUSD Z27, Z23, Z3
+	VMOVDQU64 64(SI), Z17
+	VPANDQ Z28, Z17, Z20
+	VPDPBUSD Z24, Z20, Z4
+	VPANDQ Z29, Z17, Z21
+	VPDPBUSD Z25, Z21, Z5
+	VPANDQ Z30, Z17, Z22
+	VPDPBUSD Z26, Z22, Z6
+	VPANDQ Z31, Z17, Z23
+	VPDPBUSD Z27, Z23, Z7
+	VMOVDQU64 128(SI), Z18
+	VPANDQ Z28, Z18, Z20
+	VPDPBUSD Z24, Z20, Z8
+	VPANDQ Z29, Z18, Z21
+	VPDPBUSD Z25, Z21, Z9
+	VPANDQ Z30, Z18, Z22
+	VPDPBUSD Z26, Z22, Z10
+	VPANDQ Z31, Z18, Z23
+	VPDPBUSD Z27, Z23, Z11
+	VMOVDQU64 192(SI), Z19
+	VPANDQ Z28, Z19, Z20
+	VPDPBUSD Z24, Z20, Z12
+	VPANDQ Z29, Z19, Z21
+	VPDPBUSD Z25, Z21, Z13
+	VPANDQ Z30, Z19, Z22
+	VPDPBUSD Z26, Z22, Z14
+	VPANDQ Z31, Z19, Z23
+	VPDPBUSD Z27, Z23, Z15
+	ADDQ $256, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNE xsblock
+	// row sums: A0 + A1>>2 + A2>>4 + A3>>6 (exact shifts)
+	VPSRAD $2, Z1, Z1
+	VPSRAD $4, Z2, Z2
+	VPSRAD $6, Z3, Z3
+	VPADDD Z1, Z0, Z0
+	VPADDD Z3, Z2, Z2
+	VPADDD Z2, Z0, Z0
+	VPSRAD $2, Z5, Z5
+	VPSRAD $4, Z6, Z6
+	VPSRAD $6, Z7, Z7
+	VPADDD Z5, Z4, Z4
+	VPADDD Z7, Z6, Z6
+	VPADDD Z6, Z4, Z4
+	VPSRAD $2, Z9, Z9
+	VPSRAD $4, Z10, Z10
+	VPSRAD $6, Z11, Z11
+	VPADDD Z9, Z8, Z8
+	VPADDD Z11, Z10, Z10
+	VPADDD Z10, Z8, Z8
+	VPSRAD $2, Z13, Z13
+	VPSRAD $4, Z14, Z14
+	VPSRAD $6, Z15, Z15
+	VPADDD Z13, Z12, Z12
+	VPADDD Z15, Z14, Z14
+	VPADDD Z14, Z12, Z12
+	// four horizontal sums at once
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD Y1, Y0, Y0
+	VEXTRACTI64X4 $1, Z4, Y5
+	VPADDD Y5, Y4, Y4
+	VEXTRACTI64X4 $1, Z8, Y9
+	VPADDD Y9, Y8, Y8
+	VEXTRACTI64X4 $1, Z12, Y13
+	VPADDD Y13, Y12, Y12
+	VPHADDD Y4, Y0, Y0
+	VPHADDD Y12, Y8, Y8
+	VPHADDD Y8, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	MOVL total+32(FP), DI // DI is reloaded from R11 before the next rows
+	VPBROADCASTD DI, X2
+	VBROADCASTSS xs+36(FP), X3
+	VPSUBD X2, X0, X0
+	VCVTDQ2PS X0, X0
+	VMULPS (R14), X0, X0
+	VMULPS X3, X0, X0
+	VMOVUPS X0, (DX)
+	ADDQ $16, DX
+	ADDQ $16, R14
+	DECQ R13
+	JNE xsgroup
+xsend:
 	VZEROUPPER
 	RET

@@ -3,7 +3,9 @@
 package cpu
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -210,6 +212,54 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 		}
 		if g, s := dotF16Go(h, y), dotF16(h, y); abs32(g-s) > 1e-3*max(1, abs32(g)) {
 			t.Errorf("f16 n %d: %v vs %v", n, g, s)
+		}
+	}
+}
+
+// TestSoftmaxKernels: the SIMD max is exact and the SIMD exp (a float32
+// polynomial) is within 2 ulp of float64 exp, sums within rounding.
+func TestSoftmaxKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 15, 16, 17, 100, 1000} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.Float64()*120 - 100)
+		}
+		x[rng.IntN(n)] = -300 // far under the clamp: e^x rounds to ~0
+		if got, want := maxF32(x), maxF32Go(x); got != want {
+			t.Fatalf("n %d: max %v, want %v", n, got, want)
+		}
+		mx := maxF32Go(x)
+		simd, ref := slices.Clone(x), slices.Clone(x)
+		sum, refSum := expSubSum(simd, mx), expSubSumGo(ref, mx)
+		for i := range x {
+			if d := math.Abs(float64(simd[i] - ref[i])); d > 2.5e-7*float64(ref[i]) && d > 1e-37 {
+				t.Fatalf("n %d: exp(%v) = %v, want %v", n, x[i]-mx, simd[i], ref[i])
+			}
+		}
+		if d := math.Abs(float64(sum - refSum)); d > 1e-6*float64(refSum) {
+			t.Fatalf("n %d: sum %v, want %v", n, sum, refSum)
+		}
+	}
+}
+
+// TestRMSNormKernels: the SIMD sum of squares agrees with the float64 loop
+// to rounding, and the scaling pass is bit for bit.
+func TestRMSNormKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{1, 15, 16, 33, 2560, 6912} {
+		x, w := make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i], w[i] = float32(rng.NormFloat64()*3), float32(rng.NormFloat64())
+		}
+		if got, want := sumSquares(x), sumSquaresGo(x); math.Abs(got-want) > 1e-12*want {
+			t.Fatalf("n %d: Σx² %v, want %v", n, got, want)
+		}
+		got, want := make([]float32, n), make([]float32, n)
+		scaleMul(got, x, w, 0.37)
+		scaleMulGo(want, x, w, 0.37)
+		if !slices.Equal(got, want) {
+			t.Fatalf("n %d: scaleMul differs", n)
 		}
 	}
 }

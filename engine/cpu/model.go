@@ -74,8 +74,22 @@ func llama3Factors(freqs []float64, factor, low, high, orig float64) []float64 {
 }
 
 func rmsnorm(dst, x, w []float32, eps float32) {
-	// Four partial sums: the additions of one chain wait on each other,
-	// and this runs on one core between the parallel products.
+	ss := sumSquares(x)
+	inv := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	scaleMul(dst, x, w, inv)
+}
+
+// sumSquares is Σ x² in float64 and scaleMul dst[i] = x[i]·inv·w[i]: the
+// two passes of rmsnorm, which runs on one core between the parallel
+// products. SIMD where available (the sum in another order: agreement to
+// rounding; scaleMul bit for bit).
+var (
+	sumSquares = sumSquaresGo
+	scaleMul   = scaleMulGo
+)
+
+func sumSquaresGo(x []float32) float64 {
+	// Four partial sums: the additions of one chain wait on each other.
 	var s0, s1, s2, s3 float64
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
@@ -88,8 +102,12 @@ func rmsnorm(dst, x, w []float32, eps float32) {
 	for ; i < len(x); i++ {
 		s0 += float64(x[i]) * float64(x[i])
 	}
-	ss := (s0 + s1) + (s2 + s3)
-	inv := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	return (s0 + s1) + (s2 + s3)
+}
+
+func scaleMulGo(dst, x, w []float32, inv float32) {
+	w = w[:len(x)]
+	dst = dst[:len(x)]
 	for i, v := range x {
 		dst[i] = v * inv * w[i]
 	}

@@ -26,34 +26,77 @@ type pool struct {
 	wake     chan struct{}
 }
 
-// poolJob is one product: rows are claimed from next in shrinking chunks
-// (guided scheduling: a share of what is left, down to min rows) and
-// counted in done when finished, so the two threads finish a product at
-// nearly the same moment. Each product has its own job, so a worker that
-// arrives late finds nothing left to claim instead of touching the next
-// product.
+// poolJob is one product. Its rows are split into one contiguous lane
+// per thread, so each core streams one sequential run of weights (the
+// hardware prefetchers follow it; chunks scattered over the matrix cost
+// each core a ramp-up per chunk). A thread claims chunks from the front
+// of its own lane; once that is empty it steals chunks from the back of
+// the others, so a core that is busy elsewhere (the machine is shared)
+// just ends up with fewer rows. Rows finished are counted in done. Each
+// product has its own job, so a worker that arrives late finds nothing
+// left to claim instead of touching the next product.
 type poolJob struct {
-	f                   func(lo, hi int)
-	n, align, min, ways int
-	next                atomic.Int64
-	done                atomic.Int64
+	f               func(lo, hi int)
+	n, align, chunk int
+	lanes           []poolLane
+	done            atomic.Int64
 }
 
-// work claims and runs chunks until none is left.
-func (j *poolJob) work() {
+// poolLane is rows [lo, hi) not yet claimed, packed in one word so front
+// and back claims race through a single compare-and-swap.
+type poolLane struct {
+	r atomic.Uint64
+	_ [56]byte // one cache line per lane
+}
+
+func packLane(lo, hi int) uint64       { return uint64(lo)<<32 | uint64(hi) }
+func unpackLane(v uint64) (lo, hi int) { return int(v >> 32), int(v & (1<<32 - 1)) }
+
+// claim takes up to chunk rows from the front (own lane) or the back.
+func (j *poolJob) claim(l *poolLane, front bool) (lo, hi int, ok bool) {
 	for {
-		lo := int(j.next.Load())
-		if lo >= j.n {
-			return
+		v := l.r.Load()
+		a, b := unpackLane(v)
+		if a >= b {
+			return 0, 0, false
 		}
-		size := (j.n-lo)/j.ways + j.align - 1
-		size = max(j.min, size/j.align*j.align)
-		hi := min(lo+size, j.n)
-		if !j.next.CompareAndSwap(int64(lo), int64(hi)) {
-			continue
+		if front {
+			lo, hi = a, min(a+j.chunk, b)
+			if l.r.CompareAndSwap(v, packLane(hi, b)) {
+				return lo, hi, true
+			}
+		} else {
+			// The last unit of the last lane may be short: back
+			// chunks end at b but start on a unit boundary.
+			lo, hi = max(a, (b-1)/j.align*j.align+j.align-j.chunk), b
+			if l.r.CompareAndSwap(v, packLane(a, lo)) {
+				return lo, hi, true
+			}
+		}
+	}
+}
+
+// work runs lane id's rows, then helps with the other lanes.
+func (j *poolJob) work(id int) {
+	own := &j.lanes[id%len(j.lanes)]
+	for {
+		lo, hi, ok := j.claim(own, true)
+		if !ok {
+			break
 		}
 		j.f(lo, hi)
 		j.done.Add(int64(hi - lo))
+	}
+	for i := 1; i < len(j.lanes); i++ {
+		l := &j.lanes[(id+i)%len(j.lanes)]
+		for {
+			lo, hi, ok := j.claim(l, false)
+			if !ok {
+				break
+			}
+			j.f(lo, hi)
+			j.done.Add(int64(hi - lo))
+		}
 	}
 }
 
@@ -68,19 +111,20 @@ func newPool(threads int) *pool {
 	p := &pool{n: threads}
 	if threads > 1 {
 		p.wake = make(chan struct{}, threads)
-		for range threads - 1 {
-			go p.worker()
+		for id := 1; id < threads; id++ {
+			go p.worker(id)
 		}
 	}
 	return p
 }
 
-func (p *pool) worker() {
+// worker id runs lane id of each product (the caller runs lane 0).
+func (p *pool) worker(id int) {
 	var last *poolJob
 	for {
 		if j := p.cur.Load(); j != nil && j != last {
 			last = j
-			j.work()
+			j.work(id)
 			continue
 		}
 		if p.closed.Load() {
@@ -117,10 +161,9 @@ func (p *pool) park(last *poolJob) {
 	}
 }
 
-// parallel calls f(lo, hi) on disjoint chunks covering [0, n), each a
-// multiple of align rows (except the last). Workers and the caller pull
-// chunks from a shared counter, so a core that is busy elsewhere (the
-// machine is shared) just takes fewer chunks.
+// parallel calls f(lo, hi) on disjoint chunks covering [0, n), each
+// starting at a multiple of align rows. The caller and the workers each
+// run their own lane of rows and then steal from the others' (poolJob).
 func (p *pool) parallel(n, align int, f func(lo, hi int)) {
 	if align < 1 {
 		align = 1
@@ -131,10 +174,14 @@ func (p *pool) parallel(n, align int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	// Chunks start at 1/(2·threads) of what is left and shrink to 1/16 of
-	// a thread's share (at least align rows).
-	minRows := max(align, (n/(p.n*16)+align-1)/align*align)
-	j := &poolJob{f: f, n: n, align: align, min: minRows, ways: 2 * p.n}
+	// Lanes are equal shares of whole align-row units; chunks are 1/16 of
+	// a lane (at least align rows), the unit a late core can steal.
+	units := (n + align - 1) / align
+	j := &poolJob{f: f, n: n, align: align, lanes: make([]poolLane, p.n)}
+	j.chunk = max(1, units/(p.n*16)) * align
+	for i := range j.lanes {
+		j.lanes[i].r.Store(packLane(min(n, units*i/p.n*align), min(n, units*(i+1)/p.n*align)))
+	}
 	p.cur.Store(j)
 	if s := int(p.sleeping.Load()); s > 0 {
 		for range s {
@@ -144,7 +191,7 @@ func (p *pool) parallel(n, align int, f func(lo, hi int)) {
 			}
 		}
 	}
-	j.work()
+	j.work(0)
 	// Wait for chunks other workers are still running.
 	for i := 1; j.done.Load() < int64(j.n); i++ {
 		if i%64 == 0 {

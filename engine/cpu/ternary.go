@@ -39,20 +39,26 @@ func (l *ternLinear) format() string {
 
 func (l *ternLinear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 	k, nb := a.k, (a.k+255)/256
-	if l.kind == "I2" && i2Dot4 != nil && a.n >= 4 {
+	switch {
+	case l.kind == "I2" && i2Dot4 != nil && a.n >= 4,
+		l.kind == "I2x4" && a.n >= 4:
 		l.mulI2x4(out, ldo, a, r0, r1)
 		return
-	}
-	if l.kind == "I2" && i2Rows != nil {
+	case l.kind == "I2" && i2Rows != nil,
+		l.kind == "I2x4" && l.rowScale != nil && r0%4 == 0 && r1%4 == 0:
 		l.mulI2Rows(out, ldo, a, r0, r1)
 		return
 	}
 	aq := a.q
-	if l.kind == "I2" {
+	if l.kind == "I2" || l.kind == "I2x4" {
 		aq = a.i2q()
 	}
+	var buf []byte
+	if l.kind == "I2x4" {
+		buf = make([]byte, l.rowBytes)
+	}
 	for r := r0; r < r1; r++ {
-		row := l.data[r*l.rowBytes : (r+1)*l.rowBytes]
+		row := l.plainRow(r, buf)
 		for t := range a.n {
 			q := aq[t*k : (t+1)*k]
 			var v float32
@@ -239,10 +245,32 @@ func rowBytesFor(kind string, k int) int {
 		return (k + 19) / 20 * 4
 	case "sherry":
 		return k * 5 / 32
-	case "I2":
+	case "I2", "I2x4":
 		return k / 256 * i2Block
 	}
 	return 0
+}
+
+// plainRow is row r in its kind's per-row form: a view of data, or for
+// I2x4 the row gathered into buf (rowBytes long) as plain I2.
+func (l *ternLinear) plainRow(r int, buf []byte) []byte {
+	if l.kind != "I2x4" {
+		return l.data[r*l.rowBytes : (r+1)*l.rowBytes]
+	}
+	nb := l.rowBytes / i2Block
+	off := i2x4Offset(r, nb)
+	for b := range nb {
+		copy(buf[b*i2Block:(b+1)*i2Block], l.data[off+b*4*i2Block:])
+	}
+	return buf
+}
+
+// i2Row is where an I2 or I2x4 row starts, as the row kernels read it.
+func (l *ternLinear) i2Row(r int) []byte {
+	if l.kind == "I2x4" {
+		return l.data[i2x4Offset(r, l.rowBytes/i2Block) : (r/4+1)*4*l.rowBytes]
+	}
+	return l.data[r*l.rowBytes : (r+1)*l.rowBytes]
 }
 
 // newTernary wraps packed rows; scales is per-row for the .h1b kinds.
@@ -259,29 +287,34 @@ func newTernary(kind string, data []byte, rows, k int, scales []float32) *ternLi
 		l.intDot = base3Dot
 	case "sherry":
 		l.intDot = sherryDot
-	case "I2":
+	case "I2", "I2x4": // I2x4 rows reach intDot as plain I2 (plainRow)
 		l.intDot = func(row []byte, q []int8, total int32) int32 { return i2Dot(row, q, total) }
 	}
 	return l
 }
 
-// mulI2x4 is the prefill path of I2: four tokens per pass over a row.
+// mulI2x4 is the prefill path of I2 and I2x4: four tokens per pass over
+// a row.
 func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
 	k := a.k
 	aq := a.i2q()
+	dot, dot4 := i2Dot, i2Dot4
+	if l.kind == "I2x4" {
+		dot, dot4 = i2x4Dot, i2x4Dot4
+	}
 	var sums [4]int32
 	for r := r0; r < r1; r++ {
-		row := l.data[r*l.rowBytes : (r+1)*l.rowBytes]
+		row := l.i2Row(r)
 		sc := l.rowScale[r]
 		t := 0
 		for ; t+4 <= a.n; t += 4 {
-			i2Dot4(row, aq[t*k:], k, a.total[t:t+4], &sums)
+			dot4(row, aq[t*k:], k, a.total[t:t+4], &sums)
 			for i := range 4 {
 				out[(t+i)*ldo+r] = float32(sums[i]) * sc * a.scale[t+i]
 			}
 		}
 		for ; t < a.n; t++ {
-			out[t*ldo+r] = float32(i2Dot(row, aq[t*k:(t+1)*k], a.total[t])) * sc * a.scale[t]
+			out[t*ldo+r] = float32(dot(row, aq[t*k:(t+1)*k], a.total[t])) * sc * a.scale[t]
 		}
 	}
 }
@@ -290,6 +323,13 @@ func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
 func (l *ternLinear) mulI2Rows(out []float32, ldo int, a *acts, r0, r1 int) {
 	k := a.k
 	aq := a.i2q()
+	if l.kind == "I2x4" { // rows r0, r1 are multiples of four (mul checks)
+		for t := range a.n {
+			i2x4RowsScaled(l.data[r0*l.rowBytes:r1*l.rowBytes], aq[t*k:(t+1)*k], a.total[t], a.scale[t],
+				l.rowScale[r0:r1], out[t*ldo+r0:t*ldo+r1])
+		}
+		return
+	}
 	if i2RowsScaled != nil && l.rowScale != nil {
 		for t := range a.n {
 			q := aq[t*k : (t+1)*k]

@@ -1,0 +1,314 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/edgectl/edgectl/format/half"
+)
+
+//go:noescape
+func i2RowsSDOT(rows *byte, q *int8, nb, n int, total int32, xs float32, scale *float32, out unsafe.Pointer)
+
+//go:noescape
+func i2Dot4SDOT(row *byte, q *int8, k, nb int, out *int32)
+
+//go:noescape
+func tq2BlockSumsSDOT(row *byte, q *int8, nb int, out *int32)
+
+//go:noescape
+func tq2BlockSumsNEON(row *byte, q *int8, nb int, out *int32)
+
+//go:noescape
+func q8DotSDOT(w, x *int8, n int) int32
+
+//go:noescape
+func i2RowsNEON(rows *byte, q *int8, nb, n int, total int32, xs float32, scale *float32, out unsafe.Pointer)
+
+//go:noescape
+func i2Dot4NEON(row *byte, q *int8, k, nb int, out *int32)
+
+//go:noescape
+func q8DotNEON(w, x *int8, n int) int32
+
+//go:noescape
+func dotF32NEON(a, b *float32, n int) float32
+
+//go:noescape
+func axpyF32NEON(a float32, x, y *float32, n int)
+
+//go:noescape
+func dotF16NEON(w *byte, x *float32, n int) float32
+
+//go:noescape
+func readSumNEON(p *byte, n int) uint64
+
+//go:noescape
+func absMaxNEON(x *float32, n int) float32
+
+//go:noescape
+func quantBlocksNEON(x *float32, nb int, inv float32, q *int8, bsum *int32)
+
+//go:noescape
+func attnScores128NEON(q, k *float32, stride, n int, scale float32, out *float32)
+
+//go:noescape
+func attnMix128NEON(w, v *float32, stride, n int, o *float32)
+
+//go:noescape
+func neonProbe(op int, d, n, m *[16]byte)
+
+// ASIMD is part of every arm64 CPU Go runs on (the runtime itself uses
+// it), so only EDGECTL_PUREGO=1 (or -tags purego) turns the SIMD kernels
+// off. The dot-product extension (SDOT: Cortex-A55/A76 and later, Apple)
+// is detected; EDGECTL_NO_DOTPROD=1 forces the ARMv8.0 kernels (what a
+// Cortex-A53 runs) on a CPU that has it.
+var (
+	hasNEON = !pureGoEnv()
+	hasSDOT = cpu.ARM64.HasASIMDDP && os.Getenv("EDGECTL_NO_DOTPROD") != "1"
+)
+
+// i2MaxBlocksSDOT bounds the row length of the SDOT I2 kernel: its ×4 and
+// ×16 accumulators hold exact multiples of the partial sums only while
+// they cannot wrap (16·|Σ| < 2^31 with |Σ| ≤ 3·128·K/4 needs K < 1.39M;
+// 4096 blocks is K ≤ 1M). Longer rows take the ARMv8.0 kernel, which is
+// exact modulo 2^32 like the Go one.
+const i2MaxBlocksSDOT = 4096
+
+// arm64Kernels is one choice of the integer kernels (with or without
+// SDOT); tests build both.
+type arm64Kernels struct {
+	name         string
+	i2Rows       func(rows []byte, q []int8, out []int32)
+	i2RowsScaled func(rows []byte, q []int8, total int32, xs float32, scale, out []float32)
+	i2Dot        func(row []byte, q []int8, total int32) int32
+	i2Dot4       func(row []byte, q []int8, k int, totals []int32, out *[4]int32)
+	q8Dot        func(w, x []int8) int32
+	tq2Dot       func(row []byte, q []int8, bsum []int32) float32
+}
+
+func newARM64Kernels(sdot bool) arm64Kernels {
+	rowsK, dot4K, q8K, tq2K := i2RowsNEON, i2Dot4NEON, q8DotNEON, tq2BlockSumsNEON
+	name := "neon"
+	if sdot {
+		rowsK, dot4K, q8K, tq2K = i2RowsSDOT, i2Dot4SDOT, q8DotSDOT, tq2BlockSumsSDOT
+		name = "neon-dotprod"
+	}
+	rowsFor := func(nb int) func(*byte, *int8, int, int, int32, float32, *float32, unsafe.Pointer) {
+		if nb > i2MaxBlocksSDOT {
+			return i2RowsNEON
+		}
+		return rowsK
+	}
+	k := arm64Kernels{name: name}
+	k.i2Rows = func(rows []byte, q []int8, out []int32) {
+		nb := len(q) / 256
+		if len(out) == 0 {
+			return
+		}
+		if nb == 0 {
+			clear(out)
+			return
+		}
+		_ = rows[len(out)*nb*i2Block-1]
+		rowsFor(nb)(unsafe.SliceData(rows), unsafe.SliceData(q), nb, len(out), 0, 0, nil, unsafe.Pointer(unsafe.SliceData(out)))
+	}
+	k.i2RowsScaled = func(rows []byte, q []int8, total int32, xs float32, scale, out []float32) {
+		nb := len(q) / 256
+		if len(out) == 0 {
+			return
+		}
+		_ = scale[len(out)-1]
+		if nb == 0 {
+			for i := range out {
+				out[i] = float32(-total) * scale[i] * xs
+			}
+			return
+		}
+		_ = rows[len(out)*nb*i2Block-1]
+		rowsFor(nb)(unsafe.SliceData(rows), unsafe.SliceData(q), nb, len(out), total, xs, unsafe.SliceData(scale), unsafe.Pointer(unsafe.SliceData(out)))
+	}
+	k.i2Dot = func(row []byte, q []int8, total int32) int32 {
+		nb := len(q) / 256
+		if nb == 0 {
+			return -total
+		}
+		_ = row[nb*i2Block-1]
+		var s int32
+		rowsFor(nb)(unsafe.SliceData(row), unsafe.SliceData(q), nb, 1, 0, 0, nil, unsafe.Pointer(&s))
+		return s - total
+	}
+	k.i2Dot4 = func(row []byte, q []int8, kk int, totals []int32, out *[4]int32) {
+		nb := kk / 256
+		_ = totals[3]
+		if nb == 0 {
+			for t := range 4 {
+				out[t] = -totals[t]
+			}
+			return
+		}
+		_ = row[nb*i2Block-1]
+		_ = q[3*kk+nb*256-1]
+		d4 := dot4K
+		if nb > i2MaxBlocksSDOT {
+			d4 = i2Dot4NEON
+		}
+		d4(unsafe.SliceData(row), unsafe.SliceData(q), kk, nb, &out[0])
+		for t := range 4 {
+			out[t] -= totals[t]
+		}
+	}
+	k.q8Dot = func(w, x []int8) int32 {
+		x = x[:len(w)]
+		n := len(w) &^ 15
+		var s int32
+		if n > 0 {
+			s = q8K(unsafe.SliceData(w), unsafe.SliceData(x), n)
+		}
+		return s + q8DotGo(w[n:], x[n:])
+	}
+	// TQ2_0: exact per-block integer sums from SIMD code, combined with
+	// the block scales in the same order (and the same Go expression) as
+	// tq2DotGo.
+	k.tq2Dot = func(row []byte, q []int8, bsum []int32) float32 {
+		nb := len(bsum)
+		if nb == 0 {
+			return 0
+		}
+		var buf [64]int32
+		sums := buf[:]
+		if nb > len(buf) {
+			sums = make([]int32, nb)
+		}
+		_ = row[nb*tq2Block-1]
+		_ = q[nb*256-1]
+		tq2K(unsafe.SliceData(row), unsafe.SliceData(q), nb, unsafe.SliceData(sums))
+		var acc float32
+		for b := range nb {
+			d := f16Table[binary.LittleEndian.Uint16(row[b*tq2Block+64:])]
+			acc += d * float32(sums[b]-bsum[b])
+		}
+		return acc
+	}
+	return k
+}
+
+func init() {
+	if !hasNEON {
+		return
+	}
+	k := newARM64Kernels(hasSDOT)
+	kernelName = k.name
+	i2Rows, i2RowsScaled, i2Dot, i2Dot4, q8Dot = k.i2Rows, k.i2RowsScaled, k.i2Dot, k.i2Dot4, k.q8Dot
+	tq2Dot = k.tq2Dot
+	dotF32 = dotF32ARM64
+	axpyF32 = axpyF32ARM64
+	dotF16 = dotF16ARM64
+	readSum = readSumARM64
+	absMax = absMaxARM64
+	quantBlocks = quantBlocksARM64
+	attnScores = attnScoresARM64
+	attnMix = attnMixARM64
+}
+
+// attnScoresARM64 and attnMixARM64 are one head of attention for headDim
+// 128 (the only size forward.go calls them for), to rounding as dotF32Go
+// and axpyF32Go give.
+func attnScoresARM64(q, k []float32, stride, n int, scale float32, out []float32) {
+	if n == 0 {
+		return
+	}
+	_ = q[127]
+	_ = k[(n-1)*stride+127]
+	_ = out[n-1]
+	attnScores128NEON(unsafe.SliceData(q), unsafe.SliceData(k), stride, n, scale, unsafe.SliceData(out))
+}
+
+func attnMixARM64(w, v []float32, stride, n int, o []float32) {
+	_ = o[127]
+	if n == 0 {
+		clear(o[:128])
+		return
+	}
+	_ = w[n-1]
+	_ = v[(n-1)*stride+127]
+	attnMix128NEON(unsafe.SliceData(w), unsafe.SliceData(v), stride, n, unsafe.SliceData(o))
+}
+
+// dotF32ARM64 agrees with dotF32Go to rounding: FMA and a different
+// summation order.
+func dotF32ARM64(a, b []float32) float32 {
+	b = b[:len(a)]
+	n := len(a) &^ 15
+	var s float32
+	if n > 0 {
+		s = dotF32NEON(unsafe.SliceData(a), unsafe.SliceData(b), n)
+	}
+	for i := n; i < len(a); i++ {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func axpyF32ARM64(a float32, x, y []float32) {
+	x = x[:len(y)]
+	n := len(y) &^ 15
+	if n > 0 {
+		axpyF32NEON(a, unsafe.SliceData(x), unsafe.SliceData(y), n)
+	}
+	axpyF32Go(a, x[n:], y[n:])
+}
+
+func dotF16ARM64(w []byte, x []float32) float32 {
+	k := len(w) / 2
+	x = x[:k]
+	n := k &^ 15
+	var s float32
+	if n > 0 {
+		s = dotF16NEON(unsafe.SliceData(w), unsafe.SliceData(x), n)
+	}
+	for i := n; i < k; i++ {
+		s += half.F16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * x[i]
+	}
+	return s
+}
+
+func readSumARM64(b []byte) uint64 {
+	n := len(b) &^ 127
+	var s uint64
+	if n > 0 {
+		s = readSumNEON(unsafe.SliceData(b), n)
+	}
+	return s + readSumGo(b[n:])
+}
+
+func absMaxARM64(x []float32) float32 {
+	n := len(x) &^ 15
+	var m float32
+	if n > 0 {
+		m = absMaxNEON(unsafe.SliceData(x), n)
+	}
+	return max(m, absMaxGo(x[n:]))
+}
+
+// quantBlocksARM64 runs the SIMD kernel on the full 256-blocks and the
+// portable code on a short last one; qp (only the AVX-512 I2 kernels read
+// it) is derived from q afterwards.
+func quantBlocksARM64(x []float32, inv float32, q, qp []int8, bsum []int32) {
+	full := min(len(bsum), len(x)/256)
+	if full > 0 {
+		_ = q[full*256-1]
+		quantBlocksNEON(unsafe.SliceData(x), full, inv, unsafe.SliceData(q), unsafe.SliceData(bsum))
+	}
+	if full < len(bsum) {
+		quantBlocksGo(x[full*256:], inv, q[full*256:], nil, bsum[full:])
+	}
+	if qp != nil {
+		permuteI2(qp, q[:len(x)])
+	}
+}

@@ -1,0 +1,556 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/edgectl/edgectl/format/half"
+)
+
+// arm64Variants are the integer kernel sets this CPU can run: the ARMv8.0
+// ones always, the SDOT ones where the dot-product extension is present.
+func arm64Variants(t *testing.T) []arm64Kernels {
+	v := []arm64Kernels{newARM64Kernels(false)}
+	if cpu.ARM64.HasASIMDDP {
+		v = append(v, newARM64Kernels(true))
+	} else {
+		t.Log("no asimddp on this CPU: SDOT kernels not run")
+	}
+	return v
+}
+
+// randQ fills q with random int8s, every tenth one an extreme (±127, −128).
+func randQ(rng *rand.Rand, q []int8) {
+	ext := [...]int8{127, -127, -128}
+	for i := range q {
+		if rng.IntN(10) == 0 {
+			q[i] = ext[rng.IntN(len(ext))]
+		} else {
+			q[i] = int8(rng.IntN(256))
+		}
+	}
+}
+
+// TestARM64I2Kernels checks the I2 row kernels bit for bit against
+// i2DotGo: row counts around the 4-row groups, 1..30 blocks, random bytes
+// (code 3 included, which the portable kernel also multiplies), extreme
+// activations, and the all-maximal case (every code 2, every q −128 / 127).
+func TestARM64I2Kernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, kern := range arm64Variants(t) {
+		for nb := 1; nb <= 30; nb++ {
+			k := nb * 256
+			nrows := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 13}[nb%10]
+			rows := make([]byte, nrows*nb*i2Block)
+			for i := range rows {
+				rows[i] = byte(rng.IntN(256))
+			}
+			q := make([]int8, 4*k)
+			randQ(rng, q)
+			switch nb {
+			case 29: // the largest magnitudes the types allow
+				for i := range rows {
+					rows[i] = 0xaa
+				}
+				for i := range q {
+					q[i] = -128
+				}
+			case 30:
+				for i := range rows {
+					rows[i] = 0xff // code 3 everywhere
+				}
+				for i := range q {
+					q[i] = 127
+				}
+			}
+			checkI2(t, kern, rows, q, nb, nrows, rng)
+		}
+	}
+}
+
+// TestARM64I2LongRows: past i2MaxBlocksSDOT the SDOT set hands rows to the
+// ARMv8.0 kernel; the largest sums (codes 3, q −128) stay exact.
+func TestARM64I2LongRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	nb := i2MaxBlocksSDOT + 1
+	rows := make([]byte, 5*nb*i2Block)
+	for i := range rows {
+		rows[i] = 0xff
+	}
+	q := make([]int8, 4*nb*256)
+	for i := range q {
+		q[i] = -128
+	}
+	for _, kern := range arm64Variants(t) {
+		checkI2(t, kern, rows, q, nb, 5, rng)
+	}
+}
+
+func checkI2(t *testing.T, kern arm64Kernels, rows []byte, q []int8, nb, nrows int, rng *rand.Rand) {
+	t.Helper()
+	k, rb := nb*256, nb*i2Block
+	totals := make([]int32, 4)
+	for tk := range 4 {
+		for _, v := range q[tk*k : (tk+1)*k] {
+			totals[tk] += int32(v)
+		}
+	}
+	q0 := q[:k]
+	out := make([]int32, nrows)
+	kern.i2Rows(rows, q0, out)
+	scale := make([]float32, nrows)
+	for r := range scale {
+		scale[r] = float32(rng.Float64()*2 + 0.001)
+	}
+	xs := float32(rng.Float64() * 0.05)
+	got := make([]float32, nrows)
+	kern.i2RowsScaled(rows, q0, totals[0], xs, scale, got)
+	for r := range nrows {
+		row := rows[r*rb : (r+1)*rb]
+		want := i2DotGo(row, q0, 0)
+		if out[r] != want {
+			t.Fatalf("%s i2Rows nb %d rows %d row %d: %d, want %d", kern.name, nb, nrows, r, out[r], want)
+		}
+		ws := float32(want-totals[0]) * scale[r] * xs
+		if math.Float32bits(got[r]) != math.Float32bits(ws) {
+			t.Fatalf("%s i2RowsScaled nb %d rows %d row %d: %v, want %v", kern.name, nb, nrows, r, got[r], ws)
+		}
+		if d := kern.i2Dot(row, q0, totals[0]); d != want-totals[0] {
+			t.Fatalf("%s i2Dot nb %d row %d: %d, want %d", kern.name, nb, r, d, want-totals[0])
+		}
+	}
+	var four [4]int32
+	row := rows[:rb]
+	kern.i2Dot4(row, q, k, totals, &four)
+	for tk := range 4 {
+		if want := i2DotGo(row, q[tk*k:(tk+1)*k], totals[tk]); four[tk] != want {
+			t.Fatalf("%s i2Dot4 nb %d token %d: %d, want %d", kern.name, nb, tk, four[tk], want)
+		}
+	}
+}
+
+// TestARM64TQ2: TQ2_0 rows (per-block fp16 scales) against tq2DotGo, bit
+// for bit: the integer block sums are exact and combined as the portable
+// kernel does.
+func TestARM64TQ2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, kern := range arm64Variants(t) {
+		for _, nb := range []int{1, 2, 3, 10, 27, 70} { // 70: past the stack buffer
+			row := make([]byte, nb*tq2Block)
+			for i := range row {
+				row[i] = byte(rng.IntN(256))
+			}
+			for b := range nb { // a sane fp16 scale in each block
+				row[b*tq2Block+64], row[b*tq2Block+65] = byte(rng.IntN(256)), byte(0x20+rng.IntN(16))
+			}
+			q := make([]int8, nb*256)
+			randQ(rng, q)
+			bsum := make([]int32, nb)
+			for b := range nb {
+				for _, v := range q[b*256 : (b+1)*256] {
+					bsum[b] += int32(v)
+				}
+			}
+			if g, s := tq2DotGo(row, q, bsum), kern.tq2Dot(row, q, bsum); math.Float32bits(g) != math.Float32bits(s) {
+				t.Fatalf("%s tq2Dot nb %d: %v, want %v", kern.name, nb, s, g)
+			}
+		}
+	}
+}
+
+// TestARM64Q8Dot: the int8 head's dot over odd lengths and −128s.
+func TestARM64Q8Dot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, kern := range arm64Variants(t) {
+		for _, n := range []int{0, 1, 15, 16, 17, 63, 64, 65, 100, 127, 129, 2560, 2601} {
+			w, x := make([]int8, n), make([]int8, n+3)
+			randQ(rng, w)
+			randQ(rng, x)
+			if g, s := q8DotGo(w, x[:n]), kern.q8Dot(w, x); g != s {
+				t.Fatalf("%s q8Dot n %d: %d, want %d", kern.name, n, s, g)
+			}
+			for i := range w { // −128·−128 everywhere: int16 products at their limit
+				w[i], x[i] = -128, -128
+			}
+			if g, s := q8DotGo(w, x[:n]), kern.q8Dot(w, x); g != s {
+				t.Fatalf("%s q8Dot all −128 n %d: %d, want %d", kern.name, n, s, g)
+			}
+		}
+	}
+}
+
+// TestARM64FloatKernels: float dots and axpy to rounding, readSum, absMax
+// and the activation quantizer exactly.
+func TestARM64FloatKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 7, 16, 31, 32, 100, 2560, 2567} {
+		x, y := make([]float32, n), make([]float32, n)
+		h := make([]byte, 2*n)
+		for i := range x {
+			x[i], y[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+			h[2*i], h[2*i+1] = byte(rng.IntN(256)), byte(rng.IntN(256))&^0x40 // finite, some subnormal
+		}
+		ya, yb := append([]float32(nil), y...), append([]float32(nil), y...)
+		axpyF32Go(0.3, x, ya)
+		axpyF32ARM64(0.3, x, yb)
+		for i := range ya {
+			if abs32(ya[i]-yb[i]) > 1e-6*max(1, abs32(ya[i])) {
+				t.Fatalf("axpy n %d [%d]: %v vs %v", n, i, ya[i], yb[i])
+			}
+		}
+		if g, s := dotF32Go(x, y), dotF32ARM64(x, y); abs32(g-s) > 1e-5*float32(n) {
+			t.Errorf("dotF32 n %d: %v vs %v", n, g, s)
+		}
+		var mag float32 // Σ|w·x|: the rounding scale of the f16 dot
+		for i := range x {
+			mag += abs32(f16Table[binary.LittleEndian.Uint16(h[2*i:])] * y[i])
+		}
+		if g, s := dotF16Go(h, y), dotF16ARM64(h, y); abs32(g-s) > 1e-5*max(1, mag) {
+			t.Errorf("dotF16 n %d: %v vs %v", n, g, s)
+		}
+	}
+	for _, n := range []int{0, 5, 128, 1000, 4096 + 77} {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		var want uint64
+		m := n &^ 127
+		for i := 0; i < m; i += 8 {
+			want ^= binary.LittleEndian.Uint64(b[i:])
+		}
+		want += readSumGo(b[m:])
+		if got := readSumARM64(b); got != want {
+			t.Fatalf("readSum n %d: %#x, want %#x", n, got, want)
+		}
+	}
+	for _, nb := range []int{1, 2, 5, 27} {
+		x := make([]float32, nb*256+9)
+		for i := range x {
+			switch i % 5 {
+			case 0:
+				x[i] = float32(rng.NormFloat64())
+			case 1:
+				x[i] = float32(rng.IntN(255)-127) + 0.5 // ties
+			case 2:
+				x[i] = -float32(rng.IntN(128)) - 0.5
+			case 3:
+				x[i] = float32(rng.IntN(255) - 127)
+			default:
+				x[i] = float32(rng.NormFloat64() * 40) // some beyond ±127 after scaling
+			}
+		}
+		x[3], x[len(x)-1] = -130, 131
+		if g, s := absMaxGo(x), absMaxARM64(x); g != s {
+			t.Fatalf("absMax nb %d: portable %v, neon %v", nb, g, s)
+		}
+		for _, inv := range []float32{1, 0.37, 127 / absMaxGo(x), 3.3e7} {
+			for _, short := range []int{0, 9} { // a short last block goes to Go
+				xx := x[:nb*256+short]
+				nbk := nb + min(short, 1)
+				qg, qs := make([]int8, len(xx)), make([]int8, len(xx))
+				pg, ps := make([]int8, len(xx)), make([]int8, len(xx))
+				bg, bs := make([]int32, nbk), make([]int32, nbk)
+				quantBlocksGo(xx, inv, qg, pg, bg)
+				quantBlocksARM64(xx, inv, qs, ps, bs)
+				for i := range qg {
+					if qg[i] != qs[i] || pg[i] != ps[i] {
+						t.Fatalf("quantBlocks nb %d inv %v: x[%d]=%v → portable %d (permuted %d), neon %d (%d)", nb, inv, i, xx[i], qg[i], pg[i], qs[i], ps[i])
+					}
+				}
+				for b := range bg {
+					if bg[b] != bs[b] {
+						t.Fatalf("quantBlocks nb %d inv %v block %d: portable sum %d, neon %d", nb, inv, b, bg[b], bs[b])
+					}
+				}
+			}
+		}
+	}
+	// Infinities and NaN quantize as the Go conversion does on arm64.
+	x := make([]float32, 256)
+	x[0], x[1], x[2] = float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())
+	x[3], x[4] = 3e9, -3e9
+	qg, qs := make([]int8, 256), make([]int8, 256)
+	bg, bs := make([]int32, 1), make([]int32, 1)
+	quantBlocksGo(x, 1, qg, nil, bg)
+	quantBlocksARM64(x, 1, qs, nil, bs)
+	if string(unsafeBytes(qg)) != string(unsafeBytes(qs)) || bg[0] != bs[0] {
+		t.Fatalf("quantBlocks of ±Inf, NaN, ±3e9: portable %v (Σ %d), neon %v (Σ %d)", qg[:5], bg[0], qs[:5], bs[0])
+	}
+	if m := absMaxARM64(x[:32]); !math.IsNaN(float64(m)) {
+		t.Fatalf("absMax with a NaN: %v, want NaN as absMaxGo gives (%v)", m, absMaxGo(x[:32]))
+	}
+}
+
+// TestARM64Attention: one head of headDim 128 over n positions stride
+// floats apart (a second kv head at an offset), against dotF32Go and
+// axpyF32Go.
+func TestARM64Attention(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const stride = 640
+	for _, n := range []int{0, 1, 5, 130} {
+		q := make([]float32, 128)
+		kv := make([]float32, max(n, 1)*stride)
+		for i := range q {
+			q[i] = float32(rng.NormFloat64())
+		}
+		for i := range kv {
+			kv[i] = float32(rng.NormFloat64())
+		}
+		off := 128
+		got, w := make([]float32, n), make([]float32, n)
+		attnScoresARM64(q, kv[off:], stride, n, 0.088, got)
+		for p := range n {
+			want := dotF32Go(q, kv[off+p*stride:off+p*stride+128]) * 0.088
+			if abs32(got[p]-want) > 1e-5*max(1, abs32(want)) {
+				t.Fatalf("attnScores n %d pos %d: %v, want %v", n, p, got[p], want)
+			}
+			w[p] = float32(rng.Float64())
+		}
+		o, ref := make([]float32, 128), make([]float32, 128)
+		for i := range o {
+			o[i] = 7 // must be overwritten
+		}
+		attnMixARM64(w, kv[off:], stride, n, o)
+		for p := range n {
+			axpyF32Go(w[p], kv[off+p*stride:off+p*stride+128], ref)
+		}
+		for i := range o {
+			if abs32(o[i]-ref[i]) > 1e-5*max(1, abs32(ref[i])) {
+				t.Fatalf("attnMix n %d [%d]: %v, want %v", n, i, o[i], ref[i])
+			}
+		}
+	}
+}
+
+// TestARM64Dispatch: the package variables point at the kernels the CPU
+// and environment select.
+func TestARM64Dispatch(t *testing.T) {
+	switch {
+	case pureGoEnv():
+		if kernelName != "go" || i2Rows != nil || i2Dot4 != nil {
+			t.Fatalf("EDGECTL_PUREGO=1 but kernels %q (i2Rows set: %v)", kernelName, i2Rows != nil)
+		}
+	case hasSDOT:
+		if kernelName != "neon-dotprod" {
+			t.Fatalf("SDOT CPU runs %q", kernelName)
+		}
+	default:
+		if kernelName != "neon" || i2Rows == nil {
+			t.Fatalf("kernels %q without SDOT", kernelName)
+		}
+	}
+	t.Logf("kernels %s (asimddp %v)", kernelName, cpu.ARM64.HasASIMDDP)
+}
+
+// TestARM64Encodings runs each WORD-encoded instruction once (neonProbe)
+// on random registers against a Go model of what the Arm ARM says it does.
+func TestARM64Encodings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	type vec = [16]byte
+	s32 := func(v *vec, i int) int32 { return int32(binary.LittleEndian.Uint32(v[4*i:])) }
+	f32 := func(v *vec, i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:])) }
+	s16 := func(v *vec, i int) int16 { return int16(binary.LittleEndian.Uint16(v[2*i:])) }
+	put32 := func(v *vec, i int, x uint32) { binary.LittleEndian.PutUint32(v[4*i:], x) }
+	put16 := func(v *vec, i int, x uint16) { binary.LittleEndian.PutUint16(v[2*i:], x) }
+	randFloat := func() float32 {
+		switch rng.IntN(6) {
+		case 0:
+			return float32(rng.IntN(400)-200) + 0.5 // rounding ties
+		case 1:
+			return float32(rng.NormFloat64() * 3e9) // beyond int32
+		case 2:
+			return float32(math.Inf(2*rng.IntN(2) - 1))
+		case 3:
+			return float32(rng.IntN(1<<20) - 1<<19)
+		}
+		return float32(rng.NormFloat64() * 100)
+	}
+	roundAway := func(f float32) uint32 { // FCVTAS: ties away, saturating, NaN → 0
+		r := math.Round(float64(f))
+		switch {
+		case r != r:
+			return 0
+		case r >= 1<<31:
+			return math.MaxInt32
+		case r < -(1 << 31):
+			return 1 << 31
+		}
+		return uint32(int32(r))
+	}
+	type op struct {
+		name  string
+		float bool // d, n, m hold float32 lanes
+		half  bool // n holds finite binary16 values
+		model func(d, n, m *vec) vec
+	}
+	ops := []op{
+		{name: "sdot", model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				s := s32(d, i)
+				for j := range 4 {
+					s += int32(int8(n[4*i+j])) * int32(int8(m[4*i+j]))
+				}
+				put32(&r, i, uint32(s))
+			}
+			return
+		}},
+		{name: "smull", model: func(d, n, m *vec) (r vec) {
+			for i := range 8 {
+				put16(&r, i, uint16(int16(int8(n[i]))*int16(int8(m[i]))))
+			}
+			return
+		}},
+		{name: "smull2", model: func(d, n, m *vec) (r vec) {
+			for i := range 8 {
+				put16(&r, i, uint16(int16(int8(n[8+i]))*int16(int8(m[8+i]))))
+			}
+			return
+		}},
+		{name: "smlal", model: func(d, n, m *vec) (r vec) {
+			for i := range 8 {
+				put16(&r, i, uint16(s16(d, i)+int16(int8(n[i]))*int16(int8(m[i]))))
+			}
+			return
+		}},
+		{name: "smlal2", model: func(d, n, m *vec) (r vec) {
+			for i := range 8 {
+				put16(&r, i, uint16(s16(d, i)+int16(int8(n[8+i]))*int16(int8(m[8+i]))))
+			}
+			return
+		}},
+		{name: "sadalp", model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, uint32(s32(d, i)+int32(s16(n, 2*i))+int32(s16(n, 2*i+1))))
+			}
+			return
+		}},
+		{name: "ssra #2", model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, uint32(s32(d, i)+s32(n, i)>>2))
+			}
+			return
+		}},
+		{name: "ssra #4", model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, uint32(s32(d, i)+s32(n, i)>>4))
+			}
+			return
+		}},
+		{name: "scvtf", model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, math.Float32bits(float32(s32(n, i))))
+			}
+			return
+		}},
+		{name: "fmul", float: true, model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, math.Float32bits(f32(n, i)*f32(m, i)))
+			}
+			return
+		}},
+		{name: "fadd", float: true, model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, math.Float32bits(f32(n, i)+f32(m, i)))
+			}
+			return
+		}},
+		{name: "faddp", float: true, model: func(d, n, m *vec) (r vec) {
+			put32(&r, 0, math.Float32bits(f32(n, 0)+f32(n, 1)))
+			put32(&r, 1, math.Float32bits(f32(n, 2)+f32(n, 3)))
+			put32(&r, 2, math.Float32bits(f32(m, 0)+f32(m, 1)))
+			put32(&r, 3, math.Float32bits(f32(m, 2)+f32(m, 3)))
+			return
+		}},
+		{name: "fcvtl", half: true, model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, math.Float32bits(half.F16ToF32(uint16(s16(n, i)))))
+			}
+			return
+		}},
+		{name: "fcvtl2", half: true, model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, math.Float32bits(half.F16ToF32(uint16(s16(n, 4+i)))))
+			}
+			return
+		}},
+		{name: "fcvtas", float: true, model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, roundAway(f32(n, i)))
+			}
+			return
+		}},
+		{name: "fabs", float: true, model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, math.Float32bits(f32(n, i))&^(1<<31))
+			}
+			return
+		}},
+		{name: "fmax", float: true, model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, math.Float32bits(max(f32(n, i), f32(m, i))))
+			}
+			return
+		}},
+		{name: "fmaxv", float: true, model: func(d, n, m *vec) (r vec) {
+			put32(&r, 0, math.Float32bits(max(f32(n, 0), f32(n, 1), f32(n, 2), f32(n, 3))))
+			return
+		}},
+		{name: "smax", model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, uint32(max(s32(n, i), s32(m, i))))
+			}
+			return
+		}},
+		{name: "smin", model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, uint32(min(s32(n, i), s32(m, i))))
+			}
+			return
+		}},
+	}
+	for code, o := range ops {
+		if o.name == "sdot" && !cpu.ARM64.HasASIMDDP {
+			continue
+		}
+		for range 200 {
+			var d, n, m vec
+			for i := range 16 {
+				d[i], n[i], m[i] = byte(rng.IntN(256)), byte(rng.IntN(256)), byte(rng.IntN(256))
+			}
+			if o.float {
+				for i := range 4 {
+					put32(&n, i, math.Float32bits(randFloat()))
+					put32(&m, i, math.Float32bits(randFloat()))
+				}
+				if o.name == "fmul" || o.name == "fadd" || o.name == "faddp" {
+					for i := range 4 { // keep ∞·0 and ∞−∞ (NaN) out
+						put32(&n, i, math.Float32bits(float32(rng.NormFloat64()*1e3)))
+						put32(&m, i, math.Float32bits(float32(rng.NormFloat64()*1e3)))
+					}
+				}
+			}
+			if o.half {
+				for i := range 8 {
+					put16(&n, i, uint16(rng.IntN(1<<16))&^0x4000) // exponent < 31: finite
+				}
+			}
+			if o.name == "sadalp" || o.name == "ssra #2" || o.name == "ssra #4" || o.name == "smax" || o.name == "smin" {
+				put32(&n, rng.IntN(4), 1<<31) // the int extremes
+				put32(&m, rng.IntN(4), math.MaxInt32)
+			}
+			want := o.model(&d, &n, &m)
+			got := d
+			neonProbe(code, &got, &n, &m)
+			if got != want {
+				t.Fatalf("%s: d=%x n=%x m=%x → %x, want %x", o.name, d, n, m, got, want)
+			}
+		}
+	}
+}
