@@ -158,7 +158,7 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 	// positions stride floats apart, against dotF32Go/axpyF32Go.
 	if attnScores != nil {
 		const stride = 640
-		for _, n := range []int{0, 1, 5, 130} {
+		for _, n := range []int{0, 1, 3, 4, 5, 8, 130} {
 			q := make([]float32, 128)
 			kv := make([]float32, max(n, 1)*stride)
 			for i := range q {

@@ -23,6 +23,20 @@ func allocAnon(n int) (b []byte, mapped bool) {
 
 func freeAnon(b []byte) { unix.Munmap(b[:cap(b)]) }
 
+// reserveAnon maps n bytes of address space for memory that fills up
+// gradually (the KV cache): nothing is committed until touched
+// (MAP_NORESERVE, so a long context does not count against overcommit),
+// and touched memory comes in transparent huge pages where available.
+func reserveAnon(n int) (b []byte, mapped bool) {
+	size := max(hugePage, (n+hugePage-1)/hugePage*hugePage)
+	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+	if err != nil {
+		return make([]byte, n), false
+	}
+	adviseHuge(b)
+	return b[:n:size], true
+}
+
 // releaseMapped drops this process's page-table entries for the whole
 // pages inside b (a read-only file mapping we will not read again); the
 // data stays in the page cache.

@@ -297,6 +297,10 @@ var (
 	// q8RowsU, when set, writes Σ_{i<k&^63} w·xu for len(out)
 	// consecutive k-wide rows of w (one call per chunk of rows: decode).
 	q8RowsU func(w []int8, k int, xu []byte, out []int32)
+	// q8Rows, when set (and q8Unsigned is not), writes Σ w·x over each of
+	// len(out) consecutive k-wide rows of w, signed by signed: the head's
+	// decode kernel where the dot product is signed (arm64 SDOT).
+	q8Rows func(w []int8, k int, x []int8, out []int32)
 )
 
 func (l *q8Linear) rows() int      { return l.r }
@@ -309,6 +313,10 @@ func (l *q8Linear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 	k := l.c
 	if q8Unsigned && q8RowsU != nil && a.quOK {
 		l.mulRows(out, ldo, a, r0, r1)
+		return
+	}
+	if !q8Unsigned && q8Rows != nil {
+		l.mulRowsSigned(out, ldo, a, r0, r1)
 		return
 	}
 	for r := r0; r < r1; r++ {
@@ -341,6 +349,23 @@ func (l *q8Linear) mulRows(out []float32, ldo int, a *acts, r0, r1 int) {
 					d += q8DotGo(l.w[(r+i)*k+k64:(r+i+1)*k], x[k64:])
 				}
 				o[i] = float32(d) * l.scale[r+i] * xs
+			}
+		}
+	}
+}
+
+// mulRowsSigned is mulRows for a signed q8Rows kernel (no offset terms).
+func (l *q8Linear) mulRowsSigned(out []float32, ldo int, a *acts, r0, r1 int) {
+	k := l.c
+	var sums [64]int32
+	for t := range a.n {
+		x, xs := a.q[t*k:(t+1)*k], a.scale[t]
+		for r := r0; r < r1; r += len(sums) {
+			n := min(len(sums), r1-r)
+			q8Rows(l.w[r*k:(r+n)*k], k, x, sums[:n])
+			o := out[t*ldo+r : t*ldo+r+n]
+			for i := range o {
+				o[i] = float32(sums[i]) * l.scale[r+i] * xs
 			}
 		}
 	}

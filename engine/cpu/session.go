@@ -32,7 +32,12 @@ func (s *session) Reset() error {
 	return nil
 }
 
-func (s *session) Close() error { s.st = newState(s.m); s.tokens = nil; return nil }
+func (s *session) Close() error {
+	s.st.release()
+	s.st = newState(s.m)
+	s.tokens = nil
+	return nil
+}
 
 // prompt turns a request into token ids.
 func (s *session) prompt(req engine.Request) ([]int, error) {
