@@ -23,6 +23,10 @@ type state struct {
 	pos    int       // tokens in the cache
 	kc, vc []float32 // ctx × layers × kvDim each, reserved at first use
 	kvMem  []byte    // the mapping behind kc and vc (nil: Go memory)
+	// kvFree unmaps kvMem if the state is dropped without release; release
+	// cancels it (unmapping twice could unmap a later mapping reusing the
+	// addresses, e.g. another model's weights).
+	kvFree runtime.Cleanup
 
 	x, xn, q, att, g, u, logits []float32
 	a, b                        acts
@@ -41,13 +45,14 @@ func (s *state) reserveKV() {
 	s.kc, s.vc = f[:n:n], f[n:2*n:2*n]
 	if mapped {
 		s.kvMem = b
-		runtime.AddCleanup(s, freeAnon, b)
+		s.kvFree = runtime.AddCleanup(s, freeAnon, b)
 	}
 }
 
 // release unmaps the cache now rather than when the state is collected.
 func (s *state) release() {
 	if s.kvMem != nil {
+		s.kvFree.Stop()
 		freeAnon(s.kvMem)
 	}
 	s.kc, s.vc, s.kvMem, s.pos = nil, nil, nil, 0
