@@ -177,13 +177,18 @@ func benchDecode(b *testing.B, name string) {
 	if _, err := st.forward(ctx, []int{1, 2, 3, 4}); err != nil { // warm up
 		b.Fatal(err)
 	}
-	bytes := float64(m.weightBytes())
-	var ratios, bws []float64
+	// Bytes touched per token: every weight once, plus the K and V rows
+	// of every cached position (float32; the benchmark cycles positions
+	// 4…256, so these average ~4% of the weights).
+	weights := float64(m.weightBytes())
+	kvRow := float64(2 * 4 * m.arch.layers * m.arch.kvHeads * m.arch.headDim)
+	var ratios, bws, all []float64
 	var cpu time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		bw := readBandwidth(m, benchThreads)
+		bytes := weights
 
 		cpu0, start := cpuTime(), time.Now()
 		b.StartTimer()
@@ -191,6 +196,7 @@ func benchDecode(b *testing.B, name string) {
 			if st.pos >= 256 {
 				st.truncate(4)
 			}
+			bytes += kvRow * float64(st.pos+1) / decodeSteps
 			if _, err := st.forward(ctx, []int{((i*decodeSteps + j) * 7919) % m.arch.vocab}); err != nil {
 				b.Fatal(err)
 			}
@@ -198,8 +204,9 @@ func benchDecode(b *testing.B, name string) {
 		b.StopTimer()
 		cpu += cpuTime() - cpu0
 		tps := decodeSteps / time.Since(start).Seconds()
-		ratios, bws = append(ratios, tps/(bw/bytes)), append(bws, bw)
+		ratios, bws, all = append(ratios, tps/(bw/bytes)), append(bws, bw), append(all, bytes)
 	}
+	bytes := median(all)
 	tps := float64(b.N*decodeSteps) / b.Elapsed().Seconds()
 	reportCPU(b, cpu, b.N*decodeSteps)
 	bw := median(bws)
@@ -207,6 +214,7 @@ func benchDecode(b *testing.B, name string) {
 	b.ReportMetric(bw/bytes, "roofline-tok/s")
 	b.ReportMetric(median(ratios), "roofline-ratio")
 	b.ReportMetric(bytes/1e6, "MB/token")
+	b.ReportMetric((bytes-weights)/1e6, "KV-MB/token")
 	b.ReportMetric(bw/1e9, "read-GB/s") // the median of the rounds' probes
 	b.ReportMetric(peakRSS(), "peak-RSS-MB")
 	b.ReportMetric(float64(m.w.head.size())/1e6, "head-MB")

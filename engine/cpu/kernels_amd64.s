@@ -1986,3 +1986,4 @@ xsblock:
 xsend:
 	VZEROUPPER
 	RET
+

@@ -61,6 +61,24 @@ func attnScores128NEON(q, k *float32, stride, n int, scale float32, out *float32
 func attnMix128NEON(w, v *float32, stride, n int, o *float32)
 
 //go:noescape
+func q8Rows4SDOT(w, x *int8, stride, n, groups int, out *int32)
+
+//go:noescape
+func q8Rows4NEON(w, x *int8, stride, n, groups int, out *int32)
+
+//go:noescape
+func maxNEON(x *float32, n int) float32
+
+//go:noescape
+func expSubSumNEON(x *float32, n int, mx float32) float32
+
+//go:noescape
+func sumSquaresNEON(x *float32, n int) float64
+
+//go:noescape
+func scaleMulNEON(dst, x, w *float32, n int, inv float32)
+
+//go:noescape
 func neonProbe(op int, d, n, m *[16]byte)
 
 // ASIMD is part of every arm64 CPU Go runs on (the runtime itself uses
@@ -89,14 +107,15 @@ type arm64Kernels struct {
 	i2Dot        func(row []byte, q []int8, total int32) int32
 	i2Dot4       func(row []byte, q []int8, k int, totals []int32, out *[4]int32)
 	q8Dot        func(w, x []int8) int32
+	q8Rows       func(w []int8, k int, x []int8, out []int32)
 	tq2Dot       func(row []byte, q []int8, bsum []int32) float32
 }
 
 func newARM64Kernels(sdot bool) arm64Kernels {
-	rowsK, dot4K, q8K, tq2K := i2RowsNEON, i2Dot4NEON, q8DotNEON, tq2BlockSumsNEON
+	rowsK, dot4K, q8K, tq2K, q8r4K := i2RowsNEON, i2Dot4NEON, q8DotNEON, tq2BlockSumsNEON, q8Rows4NEON
 	name := "neon"
 	if sdot {
-		rowsK, dot4K, q8K, tq2K = i2RowsSDOT, i2Dot4SDOT, q8DotSDOT, tq2BlockSumsSDOT
+		rowsK, dot4K, q8K, tq2K, q8r4K = i2RowsSDOT, i2Dot4SDOT, q8DotSDOT, tq2BlockSumsSDOT, q8Rows4SDOT
 		name = "neon-dotprod"
 	}
 	rowsFor := func(nb int) func(*byte, *int8, int, int, int32, float32, *float32, unsafe.Pointer) {
@@ -172,6 +191,37 @@ func newARM64Kernels(sdot bool) arm64Kernels {
 		}
 		return s + q8DotGo(w[n:], x[n:])
 	}
+	// The LM head at decode: groups of four rows share each activation
+	// load in the kernel (k&^15 columns); the last k%16 columns and the
+	// last len(out)%4 rows go through q8DotGo and q8Dot.
+	k.q8Rows = func(w []int8, kk int, x []int8, out []int32) {
+		nr := len(out)
+		if nr == 0 {
+			return
+		}
+		if kk == 0 {
+			clear(out)
+			return
+		}
+		_ = w[nr*kk-1]
+		x = x[:kk]
+		n := kk &^ 15
+		g := 0
+		if n > 0 {
+			g = nr / 4
+		}
+		if g > 0 {
+			q8r4K(unsafe.SliceData(w), unsafe.SliceData(x), kk, n, g, unsafe.SliceData(out))
+			if n < kk {
+				for r := range 4 * g {
+					out[r] += q8DotGo(w[r*kk+n:(r+1)*kk], x[n:])
+				}
+			}
+		}
+		for r := 4 * g; r < nr; r++ {
+			out[r] = k.q8Dot(w[r*kk:(r+1)*kk], x)
+		}
+	}
 	// TQ2_0: exact per-block integer sums from SIMD code, combined with
 	// the block scales in the same order (and the same Go expression) as
 	// tq2DotGo.
@@ -206,6 +256,11 @@ func init() {
 	kernelName = k.name
 	i2Rows, i2RowsScaled, i2Dot, i2Dot4, q8Dot = k.i2Rows, k.i2RowsScaled, k.i2Dot, k.i2Dot4, k.q8Dot
 	tq2Dot = k.tq2Dot
+	q8Rows = k.q8Rows
+	maxF32 = maxF32ARM64
+	expSubSum = expSubSumARM64
+	sumSquares = sumSquaresARM64
+	scaleMul = scaleMulARM64
 	dotF32 = dotF32ARM64
 	axpyF32 = axpyF32ARM64
 	dotF16 = dotF16ARM64
@@ -311,4 +366,49 @@ func quantBlocksARM64(x []float32, inv float32, q, qp []int8, bsum []int32) {
 	if qp != nil {
 		permuteI2(qp, q[:len(x)])
 	}
+}
+
+// maxF32ARM64 is exact: FMAX picks one of its inputs (NaN-free input; of
+// −0 and +0 it may return the other one, which compare equal).
+func maxF32ARM64(x []float32) float32 {
+	n := len(x) &^ 15
+	if n == 0 {
+		return maxF32Go(x)
+	}
+	return max(maxNEON(unsafe.SliceData(x), n), maxF32Go(x[n:]))
+}
+
+// expSubSumARM64 is Cephes' float32 expf (≈1 ulp) over 16 floats at a
+// time, float64 exp on the rest. x−mx is clamped to [−87.34, 88] in the
+// kernel: results below e^−87.34 (1.2e−38) come out as 1.2e−38, and
+// nothing is above e^0 when mx is the max, as softmax passes it.
+func expSubSumARM64(x []float32, mx float32) float32 {
+	n := len(x) &^ 15
+	var s float32
+	if n > 0 {
+		s = expSubSumNEON(unsafe.SliceData(x), n, mx)
+	}
+	return s + expSubSumGo(x[n:], mx)
+}
+
+// sumSquaresARM64 agrees with sumSquaresGo to float64 rounding (each
+// square is exact in float64; the sums run in another order).
+func sumSquaresARM64(x []float32) float64 {
+	n := len(x) &^ 15
+	var s float64
+	if n > 0 {
+		s = sumSquaresNEON(unsafe.SliceData(x), n)
+	}
+	return s + sumSquaresGo(x[n:])
+}
+
+// scaleMulARM64 is bit for bit scaleMulGo; dst may be x.
+func scaleMulARM64(dst, x, w []float32, inv float32) {
+	n := len(x) &^ 15
+	if n > 0 {
+		_ = dst[n-1]
+		_ = w[n-1]
+		scaleMulNEON(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(w), n, inv)
+	}
+	scaleMulGo(dst[n:], x[n:], w[n:], inv)
 }

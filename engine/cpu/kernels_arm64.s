@@ -46,6 +46,14 @@
 #define SMAX(d, n, m) WORD $(0x4EA06400 | ((m)<<16) | ((n)<<5) | (d))
 // SMIN Vd.4S, Vn.4S, Vm.4S: 0 1 0 01110 10 1 Rm 0110 1 1 Rn Rd
 #define SMIN(d, n, m) WORD $(0x4EA06C00 | ((m)<<16) | ((n)<<5) | (d))
+// FMIN Vd.4S, Vn.4S, Vm.4S: 0 1 0 01110 1 0 1 Rm 11110 1 Rn Rd
+#define FMIN(d, n, m) WORD $(0x4EA0F400 | ((m)<<16) | ((n)<<5) | (d))
+// FCVTNS Vd.4S, Vn.4S: 0 1 0 01110 0 0 10000 11010 10 Rn Rd
+#define FCVTNS(d, n) WORD $(0x4E21A800 | ((n)<<5) | (d))
+// FCVTL Vd.2D, Vn.2S: 0 0 0 01110 0 1 10000 10111 10 Rn Rd
+#define FCVTLD(d, n) WORD $(0x0E617800 | ((n)<<5) | (d))
+// FCVTL2 Vd.2D, Vn.4S: 0 1 0 01110 0 1 10000 10111 10 Rn Rd
+#define FCVTL2D(d, n) WORD $(0x4E617800 | ((n)<<5) | (d))
 
 // ---------------------------------------------------------------------
 // I2 rows, SDOT. A 64-byte block of one row holds, in byte 32j+16h+i at
@@ -918,6 +926,14 @@ TEXT ·neonProbe(SB), NOSPLIT, $0-32
 	BEQ p18
 	CMP $19, R0
 	BEQ p19
+	CMP $20, R0
+	BEQ p20
+	CMP $21, R0
+	BEQ p21
+	CMP $22, R0
+	BEQ p22
+	CMP $23, R0
+	BEQ p23
 	B pdone
 p0:
 	SDOT(17, 9, 26)
@@ -978,6 +994,18 @@ p18:
 	B pdone
 p19:
 	SMIN(17, 9, 26)
+	B pdone
+p20:
+	FMIN(17, 9, 26)
+	B pdone
+p21:
+	FCVTNS(17, 9)
+	B pdone
+p22:
+	FCVTLD(17, 9)
+	B pdone
+p23:
+	FCVTL2D(17, 9)
 pdone:
 	VST1 [V17.B16], (R1)
 	RET
@@ -1115,4 +1143,481 @@ amloop:
 	ADD $256, R1
 	SUBS $1, R8
 	BNE ampass
+	RET
+
+// ---------------------------------------------------------------------
+// The int8 LM head at decode: four k-wide rows against one activation
+// row per pass, so each 64 bytes of activations (L1-resident) serve 256
+// bytes of weights. The weights stream from DRAM once per token; the four
+// rows of a group are contiguous, so the next group (4k bytes ahead) is
+// prefetched 256 bytes per 64-byte step, as i2RowsSDOT does.
+
+// func q8Rows4SDOT(w, x *int8, stride, n, groups int, out *int32)
+// For groups×4 rows stride bytes apart: out[r] = Σ_{i<n} w[r][i]·x[i]
+// (n a positive multiple of 16). Row r accumulates in V(20+2r) and
+// V(21+2r) by turns; exact modulo 2^32, as Go's int32 sum.
+TEXT ·q8Rows4SDOT(SB), NOSPLIT, $0-48
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD stride+16(FP), R2
+	MOVD n+24(FP), R3
+	MOVD groups+32(FP), R4
+	MOVD out+40(FP), R5
+	LSL $2, R2, R6
+	CBZ R4, q8sgdone
+
+q8sgroup:
+	MOVD R0, R7
+	ADD R2, R7, R8
+	ADD R2, R8, R9
+	ADD R2, R9, R10
+	ADD R6, R0, R11
+	MOVD R1, R12
+	MOVD R3, R13
+	ZERO(V20); ZERO(V21); ZERO(V22); ZERO(V23)
+	ZERO(V24); ZERO(V25); ZERO(V26); ZERO(V27)
+	CMP $64, R13
+	BLT q8sg16
+
+q8sg64:
+	PRFM (R11), PLDL1KEEP
+	PRFM 64(R11), PLDL1KEEP
+	PRFM 128(R11), PLDL1KEEP
+	PRFM 192(R11), PLDL1KEEP
+	ADD $256, R11
+	VLD1.P 64(R12), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	SDOT(20, 4, 0)
+	SDOT(21, 5, 1)
+	SDOT(20, 6, 2)
+	SDOT(21, 7, 3)
+	VLD1.P 64(R9), [V12.B16, V13.B16, V14.B16, V15.B16]
+	SDOT(22, 8, 0)
+	SDOT(23, 9, 1)
+	SDOT(22, 10, 2)
+	SDOT(23, 11, 3)
+	VLD1.P 64(R10), [V16.B16, V17.B16, V18.B16, V19.B16]
+	SDOT(24, 12, 0)
+	SDOT(25, 13, 1)
+	SDOT(24, 14, 2)
+	SDOT(25, 15, 3)
+	SDOT(26, 16, 0)
+	SDOT(27, 17, 1)
+	SDOT(26, 18, 2)
+	SDOT(27, 19, 3)
+	SUB $64, R13
+	CMP $64, R13
+	BGE q8sg64
+
+q8sg16:
+	CBZ R13, q8sgsum
+	VLD1.P 16(R12), [V0.B16]
+	VLD1.P 16(R7), [V4.B16]
+	VLD1.P 16(R8), [V5.B16]
+	VLD1.P 16(R9), [V6.B16]
+	VLD1.P 16(R10), [V7.B16]
+	SDOT(20, 4, 0)
+	SDOT(22, 5, 0)
+	SDOT(24, 6, 0)
+	SDOT(26, 7, 0)
+	SUB $16, R13
+	B q8sg16
+
+q8sgsum:
+	VADD V21.S4, V20.S4, V20.S4
+	VADD V23.S4, V22.S4, V22.S4
+	VADD V25.S4, V24.S4, V24.S4
+	VADD V27.S4, V26.S4, V26.S4
+	VADDP V22.S4, V20.S4, V20.S4
+	VADDP V26.S4, V24.S4, V24.S4
+	VADDP V24.S4, V20.S4, V20.S4
+	VST1.P [V20.S4], 16(R5)
+	ADD R6, R0
+	SUBS $1, R4
+	BNE q8sgroup
+
+q8sgdone:
+	RET
+
+// Q8ROWN: one row's 64 bytes (W0..W3) against the activations V0-V3:
+// int8·int8 products (up to 2^14) in int16 lanes V12-V19, each widened
+// into the row's int32 accumulators A, B (SADALP) before another is
+// added, so −128·−128 pairs stay exact.
+#define Q8ROWN(W0, W1, W2, W3, A, B) \
+	SMULL(12, W0, 0); \
+	SMULL2(13, W0, 0); \
+	SMULL(14, W1, 1); \
+	SMULL2(15, W1, 1); \
+	SMULL(16, W2, 2); \
+	SMULL2(17, W2, 2); \
+	SMULL(18, W3, 3); \
+	SMULL2(19, W3, 3); \
+	SADALP(A, 12); \
+	SADALP(B, 13); \
+	SADALP(A, 14); \
+	SADALP(B, 15); \
+	SADALP(A, 16); \
+	SADALP(B, 17); \
+	SADALP(A, 18); \
+	SADALP(B, 19)
+
+// Q8ROWN16: one row's 16 bytes W against V0.
+#define Q8ROWN16(W, A, B) \
+	SMULL(12, W, 0); \
+	SMULL2(13, W, 0); \
+	SADALP(A, 12); \
+	SADALP(B, 13)
+
+// func q8Rows4NEON(w, x *int8, stride, n, groups int, out *int32)
+// As q8Rows4SDOT, without SDOT (ARMv8.0).
+TEXT ·q8Rows4NEON(SB), NOSPLIT, $0-48
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD stride+16(FP), R2
+	MOVD n+24(FP), R3
+	MOVD groups+32(FP), R4
+	MOVD out+40(FP), R5
+	LSL $2, R2, R6
+	CBZ R4, q8ngdone
+
+q8ngroup:
+	MOVD R0, R7
+	ADD R2, R7, R8
+	ADD R2, R8, R9
+	ADD R2, R9, R10
+	ADD R6, R0, R11
+	MOVD R1, R12
+	MOVD R3, R13
+	ZERO(V20); ZERO(V21); ZERO(V22); ZERO(V23)
+	ZERO(V24); ZERO(V25); ZERO(V26); ZERO(V27)
+	CMP $64, R13
+	BLT q8ng16
+
+q8ng64:
+	PRFM (R11), PLDL1KEEP
+	PRFM 64(R11), PLDL1KEEP
+	PRFM 128(R11), PLDL1KEEP
+	PRFM 192(R11), PLDL1KEEP
+	ADD $256, R11
+	VLD1.P 64(R12), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	Q8ROWN(4, 5, 6, 7, 20, 21)
+	VLD1.P 64(R9), [V4.B16, V5.B16, V6.B16, V7.B16]
+	Q8ROWN(8, 9, 10, 11, 22, 23)
+	VLD1.P 64(R10), [V8.B16, V9.B16, V10.B16, V11.B16]
+	Q8ROWN(4, 5, 6, 7, 24, 25)
+	Q8ROWN(8, 9, 10, 11, 26, 27)
+	SUB $64, R13
+	CMP $64, R13
+	BGE q8ng64
+
+q8ng16:
+	CBZ R13, q8ngsum
+	VLD1.P 16(R12), [V0.B16]
+	VLD1.P 16(R7), [V4.B16]
+	VLD1.P 16(R8), [V5.B16]
+	VLD1.P 16(R9), [V6.B16]
+	VLD1.P 16(R10), [V7.B16]
+	Q8ROWN16(4, 20, 21)
+	Q8ROWN16(5, 22, 23)
+	Q8ROWN16(6, 24, 25)
+	Q8ROWN16(7, 26, 27)
+	SUB $16, R13
+	B q8ng16
+
+q8ngsum:
+	VADD V21.S4, V20.S4, V20.S4
+	VADD V23.S4, V22.S4, V22.S4
+	VADD V25.S4, V24.S4, V24.S4
+	VADD V27.S4, V26.S4, V26.S4
+	VADDP V22.S4, V20.S4, V20.S4
+	VADDP V26.S4, V24.S4, V24.S4
+	VADDP V24.S4, V20.S4, V20.S4
+	VST1.P [V20.S4], 16(R5)
+	ADD R6, R0
+	SUBS $1, R4
+	BNE q8ngroup
+
+q8ngdone:
+	RET
+
+// ---------------------------------------------------------------------
+// Softmax and rmsnorm passes (plain ARMv8.0 ASIMD).
+
+// func maxNEON(x *float32, n int) float32   (n a positive multiple of 16)
+TEXT ·maxNEON(SB), NOSPLIT, $0-20
+	MOVD x+0(FP), R0
+	MOVD n+8(FP), R1
+	MOVW $0xff800000, R2 // −Inf
+	VDUP R2, V16.S4
+	VDUP R2, V17.S4
+	VDUP R2, V18.S4
+	VDUP R2, V19.S4
+
+mxloop:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	FMAX(16, 16, 0)
+	FMAX(17, 17, 1)
+	FMAX(18, 18, 2)
+	FMAX(19, 19, 3)
+	SUBS $16, R1
+	BNE mxloop
+
+	FMAX(16, 16, 17)
+	FMAX(18, 18, 19)
+	FMAX(16, 16, 18)
+	FMAXV(16, 16)
+	FMOVS F16, ret+16(FP)
+	RET
+
+// func expSubSumNEON(x *float32, n int, mx float32) float32   (n a multiple of 16)
+// x[i] = e^(x[i] − mx) in place, returning the sum: Cephes' expf, as
+// expSubSumAVX512. d = x − mx is clamped to [−87.33654, 88]; n =
+// round(d·log2e) (FCVTNS, ties to even) lies in [−126, 127], so 2^n is the
+// normal float with exponent field n+127 ∈ [1, 254] and the final FMUL
+// rounds results below 2^−126 to subnormals as a scaling would. r = d −
+// n·C1 − n·C2 (fused); p = (((((c0·r + c1)·r + c2)·r + c3)·r + c4)·r +
+// 0.5)·r² + r + 1; result p·2^n.
+//
+// Sixteen floats per step, x in V0-V3, each instruction repeated for the
+// four vectors so that an in-order core (Cortex-A53/A55) has four
+// independent chains to issue from. Temps per vector j: V(4+j) int n,
+// then 2^n; V(8+j) float n, Horner terms, r²; V(12+j) Horner terms.
+// Constants: V31 −mx, V30 −87.33654, V29 88, V28 log2e, V27 C1, V26 C2,
+// V25..V20 the polynomial (c0..c4, 0.5), V19 1, V18 127; sums V16, V17.
+TEXT ·expSubSumNEON(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD n+8(FP), R1
+	FMOVS mx+16(FP), F31
+	FNEGS F31, F31
+	VDUP V31.S[0], V31.S4
+	MOVW $0xc2aeac4f, R2 // −87.33654
+	VDUP R2, V30.S4
+	MOVW $0x42b00000, R2 // 88
+	VDUP R2, V29.S4
+	MOVW $0x3fb8aa3b, R2 // log2(e)
+	VDUP R2, V28.S4
+	MOVW $0x3f318000, R2 // ln 2, high part (0.693359375)
+	VDUP R2, V27.S4
+	MOVW $0xb95e8083, R2 // ln 2, low part (−2.12194440e-4)
+	VDUP R2, V26.S4
+	MOVW $0x39506967, R2 // 1.9875691500e-4
+	VDUP R2, V25.S4
+	MOVW $0x3ab743ce, R2 // 1.3981999507e-3
+	VDUP R2, V24.S4
+	MOVW $0x3c088908, R2 // 8.3334519073e-3
+	VDUP R2, V23.S4
+	MOVW $0x3d2aa9c1, R2 // 4.1665795894e-2
+	VDUP R2, V22.S4
+	MOVW $0x3e2aaaaa, R2 // 1.6666665459e-1
+	VDUP R2, V21.S4
+	MOVW $0x3f000000, R2 // 0.5
+	VDUP R2, V20.S4
+	MOVW $0x3f800000, R2 // 1
+	VDUP R2, V19.S4
+	MOVW $127, R2
+	VDUP R2, V18.S4
+	ZERO(V16); ZERO(V17)
+	CBZ R1, exdone
+
+exloop:
+	VLD1 (R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	FADD(0, 0, 31)
+	FADD(1, 1, 31)
+	FADD(2, 2, 31)
+	FADD(3, 3, 31)
+	FMAX(0, 0, 30)
+	FMAX(1, 1, 30)
+	FMAX(2, 2, 30)
+	FMAX(3, 3, 30)
+	FMIN(0, 0, 29)
+	FMIN(1, 1, 29)
+	FMIN(2, 2, 29)
+	FMIN(3, 3, 29)
+	FMUL(8, 0, 28)
+	FMUL(9, 1, 28)
+	FMUL(10, 2, 28)
+	FMUL(11, 3, 28)
+	FCVTNS(4, 8)
+	FCVTNS(5, 9)
+	FCVTNS(6, 10)
+	FCVTNS(7, 11)
+	SCVTF(8, 4)
+	SCVTF(9, 5)
+	SCVTF(10, 6)
+	SCVTF(11, 7)
+	VFMLS V27.S4, V8.S4, V0.S4
+	VFMLS V27.S4, V9.S4, V1.S4
+	VFMLS V27.S4, V10.S4, V2.S4
+	VFMLS V27.S4, V11.S4, V3.S4
+	VFMLS V26.S4, V8.S4, V0.S4
+	VFMLS V26.S4, V9.S4, V1.S4
+	VFMLS V26.S4, V10.S4, V2.S4
+	VFMLS V26.S4, V11.S4, V3.S4
+	VORR V24.B16, V24.B16, V12.B16
+	VORR V24.B16, V24.B16, V13.B16
+	VORR V24.B16, V24.B16, V14.B16
+	VORR V24.B16, V24.B16, V15.B16
+	VFMLA V25.S4, V0.S4, V12.S4
+	VFMLA V25.S4, V1.S4, V13.S4
+	VFMLA V25.S4, V2.S4, V14.S4
+	VFMLA V25.S4, V3.S4, V15.S4
+	VORR V23.B16, V23.B16, V8.B16
+	VORR V23.B16, V23.B16, V9.B16
+	VORR V23.B16, V23.B16, V10.B16
+	VORR V23.B16, V23.B16, V11.B16
+	VFMLA V12.S4, V0.S4, V8.S4
+	VFMLA V13.S4, V1.S4, V9.S4
+	VFMLA V14.S4, V2.S4, V10.S4
+	VFMLA V15.S4, V3.S4, V11.S4
+	VORR V22.B16, V22.B16, V12.B16
+	VORR V22.B16, V22.B16, V13.B16
+	VORR V22.B16, V22.B16, V14.B16
+	VORR V22.B16, V22.B16, V15.B16
+	VFMLA V8.S4, V0.S4, V12.S4
+	VFMLA V9.S4, V1.S4, V13.S4
+	VFMLA V10.S4, V2.S4, V14.S4
+	VFMLA V11.S4, V3.S4, V15.S4
+	VORR V21.B16, V21.B16, V8.B16
+	VORR V21.B16, V21.B16, V9.B16
+	VORR V21.B16, V21.B16, V10.B16
+	VORR V21.B16, V21.B16, V11.B16
+	VFMLA V12.S4, V0.S4, V8.S4
+	VFMLA V13.S4, V1.S4, V9.S4
+	VFMLA V14.S4, V2.S4, V10.S4
+	VFMLA V15.S4, V3.S4, V11.S4
+	VORR V20.B16, V20.B16, V12.B16
+	VORR V20.B16, V20.B16, V13.B16
+	VORR V20.B16, V20.B16, V14.B16
+	VORR V20.B16, V20.B16, V15.B16
+	VFMLA V8.S4, V0.S4, V12.S4
+	VFMLA V9.S4, V1.S4, V13.S4
+	VFMLA V10.S4, V2.S4, V14.S4
+	VFMLA V11.S4, V3.S4, V15.S4
+	FMUL(8, 0, 0)
+	FMUL(9, 1, 1)
+	FMUL(10, 2, 2)
+	FMUL(11, 3, 3)
+	VFMLA V12.S4, V8.S4, V0.S4
+	VFMLA V13.S4, V9.S4, V1.S4
+	VFMLA V14.S4, V10.S4, V2.S4
+	VFMLA V15.S4, V11.S4, V3.S4
+	FADD(0, 0, 19)
+	FADD(1, 1, 19)
+	FADD(2, 2, 19)
+	FADD(3, 3, 19)
+	VADD V18.S4, V4.S4, V4.S4
+	VADD V18.S4, V5.S4, V5.S4
+	VADD V18.S4, V6.S4, V6.S4
+	VADD V18.S4, V7.S4, V7.S4
+	VSHL $23, V4.S4, V4.S4
+	VSHL $23, V5.S4, V5.S4
+	VSHL $23, V6.S4, V6.S4
+	VSHL $23, V7.S4, V7.S4
+	FMUL(0, 0, 4)
+	FMUL(1, 1, 5)
+	FMUL(2, 2, 6)
+	FMUL(3, 3, 7)
+	FADD(16, 16, 0)
+	FADD(17, 17, 1)
+	FADD(16, 16, 2)
+	FADD(17, 17, 3)
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
+	SUBS $16, R1
+	BNE exloop
+
+exdone:
+	FADD(16, 16, 17)
+	FADDP(16, 16, 16)
+	FADDP(16, 16, 16)
+	FMOVS F16, ret+24(FP)
+	RET
+
+// func sumSquaresNEON(x *float32, n int) float64   (n a multiple of 16)
+// Each float32 widened (FCVTL, FCVTL2) and squared into float64 lanes.
+TEXT ·sumSquaresNEON(SB), NOSPLIT, $0-24
+	MOVD x+0(FP), R0
+	MOVD n+8(FP), R1
+	ZERO(V16); ZERO(V17); ZERO(V18); ZERO(V19)
+	CBZ R1, ssdone
+
+ssloop:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	FCVTLD(4, 0)
+	FCVTL2D(5, 0)
+	FCVTLD(6, 1)
+	FCVTL2D(7, 1)
+	FCVTLD(8, 2)
+	FCVTL2D(9, 2)
+	FCVTLD(10, 3)
+	FCVTL2D(11, 3)
+	VFMLA V4.D2, V4.D2, V16.D2
+	VFMLA V5.D2, V5.D2, V17.D2
+	VFMLA V6.D2, V6.D2, V18.D2
+	VFMLA V7.D2, V7.D2, V19.D2
+	VFMLA V8.D2, V8.D2, V16.D2
+	VFMLA V9.D2, V9.D2, V17.D2
+	VFMLA V10.D2, V10.D2, V18.D2
+	VFMLA V11.D2, V11.D2, V19.D2
+	SUBS $16, R1
+	BNE ssloop
+
+ssdone:
+	// (V16 + V17) + (V18 + V19), lane 0 + lane 1, in scalar FADDD.
+	VMOV V16.D[0], R2
+	VMOV V16.D[1], R3
+	FMOVD R2, F0
+	FMOVD R3, F1
+	FADDD F1, F0, F0
+	VMOV V17.D[0], R2
+	VMOV V17.D[1], R3
+	FMOVD R2, F1
+	FMOVD R3, F2
+	FADDD F2, F1, F1
+	FADDD F1, F0, F0
+	VMOV V18.D[0], R2
+	VMOV V18.D[1], R3
+	FMOVD R2, F1
+	FMOVD R3, F2
+	FADDD F2, F1, F1
+	VMOV V19.D[0], R2
+	VMOV V19.D[1], R3
+	FMOVD R2, F2
+	FMOVD R3, F3
+	FADDD F3, F2, F2
+	FADDD F2, F1, F1
+	FADDD F1, F0, F0
+	FMOVD F0, ret+16(FP)
+	RET
+
+// func scaleMulNEON(dst, x, w *float32, n int, inv float32)   (n a multiple of 16)
+// dst = (x·inv)·w, each product rounded as the Go expression is; all of
+// a step's loads precede its store, so dst may be x.
+TEXT ·scaleMulNEON(SB), NOSPLIT, $0-36
+	MOVD dst+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD w+16(FP), R2
+	MOVD n+24(FP), R3
+	FMOVS inv+32(FP), F31
+	VDUP V31.S[0], V31.S4
+	CBZ R3, smdone
+
+smloop:
+	VLD1.P 64(R1), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FMUL(0, 0, 31)
+	FMUL(1, 1, 31)
+	FMUL(2, 2, 31)
+	FMUL(3, 3, 31)
+	FMUL(0, 0, 4)
+	FMUL(1, 1, 5)
+	FMUL(2, 2, 6)
+	FMUL(3, 3, 7)
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
+	SUBS $16, R3
+	BNE smloop
+
+smdone:
 	RET

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -346,6 +347,9 @@ func TestARM64Dispatch(t *testing.T) {
 			t.Fatalf("kernels %q without SDOT", kernelName)
 		}
 	}
+	if !pureGoEnv() && (q8Rows == nil || q8Unsigned) {
+		t.Fatalf("kernels %q: the signed q8Rows head kernel is not selected", kernelName)
+	}
 	t.Logf("kernels %s (asimddp %v)", kernelName, cpu.ARM64.HasASIMDDP)
 }
 
@@ -374,6 +378,18 @@ func TestARM64Encodings(t *testing.T) {
 	}
 	roundAway := func(f float32) uint32 { // FCVTAS: ties away, saturating, NaN → 0
 		r := math.Round(float64(f))
+		switch {
+		case r != r:
+			return 0
+		case r >= 1<<31:
+			return math.MaxInt32
+		case r < -(1 << 31):
+			return 1 << 31
+		}
+		return uint32(int32(r))
+	}
+	roundEven := func(f float32) uint32 { // FCVTNS: ties to even, saturating, NaN → 0
+		r := math.RoundToEven(float64(f))
 		switch {
 		case r != r:
 			return 0
@@ -514,6 +530,30 @@ func TestARM64Encodings(t *testing.T) {
 			}
 			return
 		}},
+		{name: "fmin", float: true, model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, math.Float32bits(min(f32(n, i), f32(m, i))))
+			}
+			return
+		}},
+		{name: "fcvtns", float: true, model: func(d, n, m *vec) (r vec) {
+			for i := range 4 {
+				put32(&r, i, roundEven(f32(n, i)))
+			}
+			return
+		}},
+		{name: "fcvtl .2d", float: true, model: func(d, n, m *vec) (r vec) {
+			for i := range 2 {
+				binary.LittleEndian.PutUint64(r[8*i:], math.Float64bits(float64(f32(n, i))))
+			}
+			return
+		}},
+		{name: "fcvtl2 .2d", float: true, model: func(d, n, m *vec) (r vec) {
+			for i := range 2 {
+				binary.LittleEndian.PutUint64(r[8*i:], math.Float64bits(float64(f32(n, 2+i))))
+			}
+			return
+		}},
 	}
 	for code, o := range ops {
 		if o.name == "sdot" && !cpu.ARM64.HasASIMDDP {
@@ -550,6 +590,166 @@ func TestARM64Encodings(t *testing.T) {
 			neonProbe(code, &got, &n, &m)
 			if got != want {
 				t.Fatalf("%s: d=%x n=%x m=%x → %x, want %x", o.name, d, n, m, got, want)
+			}
+		}
+	}
+}
+
+// TestARM64Q8Rows: the LM head's decode kernel against q8DotGo row by
+// row, bit for bit: row counts around the groups of four, k around the 16-
+// and 64-byte steps (tails in Go), and all −128 (int16 products at their
+// limit on the ARMv8.0 path).
+func TestARM64Q8Rows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, kern := range arm64Variants(t) {
+		for _, k := range []int{0, 1, 3, 15, 16, 17, 63, 64, 65, 100, 2560, 2567} {
+			for _, nr := range []int{0, 1, 3, 4, 5, 8, 11} {
+				w, x := make([]int8, nr*k), make([]int8, k+5) // x longer than k: only x[:k] counts
+				randQ(rng, w)
+				randQ(rng, x)
+				for pass := range 2 {
+					if pass == 1 {
+						for i := range w {
+							w[i] = -128
+						}
+						for i := range x {
+							x[i] = -128
+						}
+					}
+					out := make([]int32, nr)
+					for i := range out {
+						out[i] = 12345 // must be overwritten
+					}
+					kern.q8Rows(w, k, x, out)
+					for r := range nr {
+						if want := q8DotGo(w[r*k:(r+1)*k], x[:k]); out[r] != want {
+							t.Fatalf("%s q8Rows k %d rows %d pass %d row %d: %d, want %d", kern.name, k, nr, pass, r, out[r], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestARM64Softmax: maxF32ARM64 exactly; expSubSumARM64 (Cephes' float32
+// polynomial) within 2.5e-7 of float64 exp (1e-37 absolute for values
+// near and under the float32 normal range, which the kernel clamps), the
+// sum within 1e-6 of the float64 sum. Lengths around the 16-float steps;
+// arguments from 0 down past the clamp, the edges included.
+func TestARM64Softmax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	edges := []float32{0, -1e-8, -0.5, -0.34657359, -1, -10, -86, -87.3, -87.33654, -87.34, -88, -95, -103, -104, -150, -300}
+	for _, n := range []int{0, 1, 3, 15, 16, 17, 63, 64, 65, 100, 2560, 6912} {
+		x := make([]float32, n)
+		for i := range x {
+			switch i % 3 {
+			case 0:
+				x[i] = float32(rng.Float64()*120 - 100)
+			case 1:
+				x[i] = float32(rng.NormFloat64() * 3)
+			default:
+				x[i] = 20 + edges[rng.IntN(len(edges))]
+			}
+		}
+		if n > 0 {
+			x[rng.IntN(n)] = 20 // the max, so x−mx spans the edges exactly
+		}
+		if got, want := maxF32ARM64(x), maxF32Go(x); got != want {
+			t.Fatalf("n %d: max %v, want %v", n, got, want)
+		}
+		mx := maxF32Go(x)
+		simd, ref := slices.Clone(x), slices.Clone(x)
+		sum, refSum := expSubSumARM64(simd, mx), expSubSumGo(ref, mx)
+		var exact float64 // Σ e^(x−mx) in float64: what both float32 sums approximate
+		for i := range x {
+			want := math.Exp(float64(x[i] - mx))
+			exact += want
+			if d := math.Abs(float64(simd[i]) - want); d > 2.5e-7*want && d > 1e-37 {
+				t.Fatalf("n %d: exp(%v) = %v, want %v", n, x[i]-mx, simd[i], want)
+			}
+		}
+		// Against the float64 sum: the portable sequential float32 sum is
+		// itself off by a few 1e-6 at n = 6912.
+		if d := math.Abs(float64(sum) - exact); d > 1e-6*exact || n == 0 && sum != 0 {
+			t.Fatalf("n %d: sum %v, want %v (portable %v)", n, sum, exact, refSum)
+		}
+	}
+	// The max anywhere in a SIMD-sized run, negative values only.
+	for pos := range 40 {
+		x := make([]float32, 40)
+		for i := range x {
+			x[i] = -float32(rng.Float64()*50) - 1
+		}
+		x[pos] = -0.75
+		if got := maxF32ARM64(x); got != -0.75 {
+			t.Fatalf("max at %d: %v, want -0.75", pos, got)
+		}
+	}
+}
+
+// TestARM64RMSNorm: Σx² in float64 to rounding, the scaling pass bit for
+// bit, also in place (dst = x).
+func TestARM64RMSNorm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{0, 1, 3, 15, 16, 17, 33, 63, 64, 65, 2560, 6912} {
+		x, w := make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i], w[i] = float32(rng.NormFloat64()*3), float32(rng.NormFloat64())
+		}
+		if n > 2 {
+			x[1] = 1e-30 // float32 squares would underflow; float64 ones don't
+			x[2] = 3e19  // nor overflow
+		}
+		if got, want := sumSquaresARM64(x), sumSquaresGo(x); math.Abs(got-want) > 1e-12*want {
+			t.Fatalf("n %d: Σx² %v, want %v", n, got, want)
+		}
+		for _, inv := range []float32{0.37, 1.3e-19, 7.77e5} {
+			got, want := make([]float32, n), make([]float32, n)
+			scaleMulARM64(got, x, w, inv)
+			scaleMulGo(want, x, w, inv)
+			if !sameBits(got, want) {
+				t.Fatalf("n %d inv %v: scaleMul differs", n, inv)
+			}
+			inPlace := slices.Clone(x)
+			scaleMulARM64(inPlace, inPlace, w, inv)
+			if !sameBits(inPlace, want) {
+				t.Fatalf("n %d inv %v: scaleMul in place differs", n, inv)
+			}
+		}
+	}
+}
+
+func sameBits(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+}
+
+// TestARM64Q8Head: the int8 head through q8Linear.mul, as matmul runs it
+// (the package's q8Rows, 64-row chunks, a row range not starting at 0,
+// two tokens), against the portable expression.
+func TestARM64Q8Head(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, k := range []int{40, 2600} {
+		const rows, r0 = 75, 3
+		raw := make([]byte, 2*rows*k)
+		for i := range raw {
+			raw[i] = byte(rng.IntN(256)) & 0xbf // finite halves
+		}
+		h := quantizeHead(&floatRows{raw: raw, dt: "F16", r: rows, c: k}, &arena{})
+		a := &acts{}
+		a.reset(2, k)
+		for i := range a.f {
+			a.f[i] = float32(rng.NormFloat64())
+		}
+		a.quantize()
+		out := make([]float32, 2*rows)
+		h.mul(out, rows, a, r0, rows)
+		for tk := range 2 {
+			for r := r0; r < rows; r++ {
+				want := float32(q8DotGo(h.w[r*k:(r+1)*k], a.q[tk*k:(tk+1)*k])) * h.scale[r] * a.scale[tk]
+				if math.Float32bits(out[tk*rows+r]) != math.Float32bits(want) {
+					t.Fatalf("%s k %d token %d row %d: %v, want %v", kernelName, k, tk, r, out[tk*rows+r], want)
+				}
 			}
 		}
 	}
