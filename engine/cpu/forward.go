@@ -382,9 +382,15 @@ func (m *model) matmulAdd(x, out []float32, w linear, a *acts) {
 	})
 }
 
-// gatedFFN computes g = act(gate·a)·(up·a) (act relu² or SiLU): each chunk
-// runs the same rows of both matrices and multiplies them itself, so the
-// element-wise pass is off the serial path (the same arithmetic).
+// gatedFFN computes g = act(gate·a)·(up·a) (act relu² or SiLU).
+//
+// Decoding one token, the two products run as one dispatch of 2F rows
+// whose lanes are gate's rows and up's rows, so each core streams one
+// matrix front to back (alternating between the two matrices chunk by
+// chunk measured 3–5% slower on BitNet-2B's gate/up), and the
+// element-wise pass follows on the caller. With a batch (prefill), each
+// chunk runs the same rows of both matrices and multiplies them itself,
+// so the element-wise pass stays off the serial path.
 func (m *model) gatedFFN(a *acts, g, u []float32, gate, up linear, relu2 bool) {
 	for _, w := range []linear{gate, up} {
 		if w.int8() {
@@ -395,20 +401,37 @@ func (m *model) gatedFFN(a *acts, g, u []float32, gate, up linear, relu2 bool) {
 		}
 	}
 	F, n := gate.rows(), a.n
+	if n == 1 {
+		m.pool.parallel(2*F, 16, func(lo, hi int) {
+			if lo < F {
+				gate.mul(g, F, a, lo, min(hi, F))
+			}
+			if hi > F {
+				up.mul(u, F, a, max(lo, F)-F, hi-F)
+			}
+		})
+		gateAct(g[:F], u[:F], relu2)
+		return
+	}
 	m.pool.parallel(F, 16, func(lo, hi int) {
 		gate.mul(g, F, a, lo, hi)
 		up.mul(u, F, a, lo, hi)
 		for t := range n {
-			gr, ur := g[t*F+lo:t*F+hi], u[t*F+lo:t*F+hi]
-			for i, v := range gr {
-				if relu2 {
-					v = max(v, 0)
-					v *= v
-				} else {
-					v = silu(v)
-				}
-				gr[i] = v * ur[i]
-			}
+			gateAct(g[t*F+lo:t*F+hi], u[t*F+lo:t*F+hi], relu2)
 		}
 	})
+}
+
+// gateAct sets g[i] = act(g[i])·u[i].
+func gateAct(g, u []float32, relu2 bool) {
+	u = u[:len(g)]
+	for i, v := range g {
+		if relu2 {
+			v = max(v, 0)
+			v *= v
+		} else {
+			v = silu(v)
+		}
+		g[i] = v * u[i]
+	}
 }
