@@ -174,11 +174,11 @@ func (p *pool) parallel(n, align int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	// Lanes are equal shares of whole align-row units; chunks are 1/16 of
+	// Lanes are equal shares of whole align-row units; chunks are 1/8 of
 	// a lane (at least align rows), the unit a late core can steal.
 	units := (n + align - 1) / align
 	j := &poolJob{f: f, n: n, align: align, lanes: make([]poolLane, p.n)}
-	j.chunk = max(1, units/(p.n*16)) * align
+	j.chunk = max(1, units/(p.n*8)) * align
 	for i := range j.lanes {
 		j.lanes[i].r.Store(packLane(min(n, units*i/p.n*align), min(n, units*(i+1)/p.n*align)))
 	}
