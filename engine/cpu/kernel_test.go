@@ -256,3 +256,46 @@ func testRepackedKernelsExact(t *testing.T, rows int) {
 		check(a1, 3, rows-1)
 	}
 }
+
+// checkAttention128 tests one head of headDim-128 attention kernels over n
+// positions stride floats apart (a second kv head at an offset) against
+// dotF32Go and axpyF32Go, to float rounding.
+func checkAttention128(t *testing.T, rng *rand.Rand,
+	scores func(q, k []float32, stride, n int, scale float32, out []float32),
+	mix func(w, v []float32, stride, n int, o []float32)) {
+	t.Helper()
+	const stride = 640
+	for _, n := range []int{0, 1, 3, 4, 5, 8, 130} {
+		q := make([]float32, 128)
+		kv := make([]float32, max(n, 1)*stride)
+		for i := range q {
+			q[i] = float32(rng.NormFloat64())
+		}
+		for i := range kv {
+			kv[i] = float32(rng.NormFloat64())
+		}
+		off := 128 // a second kv head
+		got, w := make([]float32, n), make([]float32, n)
+		scores(q, kv[off:], stride, n, 0.088, got)
+		for p := range n {
+			want := dotF32Go(q, kv[off+p*stride:off+p*stride+128]) * 0.088
+			if abs32(got[p]-want) > 1e-5*max(1, abs32(want)) {
+				t.Fatalf("attnScores n %d pos %d: %v, want %v", n, p, got[p], want)
+			}
+			w[p] = float32(rng.Float64())
+		}
+		o, ref := make([]float32, 128), make([]float32, 128)
+		for i := range o {
+			o[i] = 7 // must be overwritten
+		}
+		mix(w, kv[off:], stride, n, o)
+		for p := range n {
+			axpyF32Go(w[p], kv[off+p*stride:off+p*stride+128], ref)
+		}
+		for i := range o {
+			if abs32(o[i]-ref[i]) > 1e-5*max(1, abs32(ref[i])) {
+				t.Fatalf("attnMix n %d [%d]: %v, want %v", n, i, o[i], ref[i])
+			}
+		}
+	}
+}

@@ -325,22 +325,5 @@ func init() {
 	}
 }
 
-// tq2DotAVX2 gets exact per-block integer sums from SIMD code, then
-// combines them in the same order as the portable kernel.
-func tq2DotAVX2(row []byte, q []int8, bsum []int32) float32 {
-	nb := len(bsum)
-	var buf [64]int32
-	sums := buf[:]
-	if nb > len(buf) {
-		sums = make([]int32, nb)
-	}
-	_ = row[nb*tq2Block-1]
-	_ = q[nb*256-1]
-	tq2BlockSumsAVX2(unsafe.SliceData(row), unsafe.SliceData(q), nb, unsafe.SliceData(sums))
-	var acc float32
-	for b := range nb {
-		d := f16Table[binary.LittleEndian.Uint16(row[b*tq2Block+64:])]
-		acc += d * float32(sums[b]-bsum[b])
-	}
-	return acc
-}
+// tq2DotAVX2 is tq2Dot with the block sums in SIMD.
+var tq2DotAVX2 = tq2DotFromBlockSums(tq2BlockSumsAVX2)

@@ -157,40 +157,7 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 	// Attention for headDim 128: scores and the weighted sum of values over
 	// positions stride floats apart, against dotF32Go/axpyF32Go.
 	if attnScores != nil {
-		const stride = 640
-		for _, n := range []int{0, 1, 3, 4, 5, 8, 130} {
-			q := make([]float32, 128)
-			kv := make([]float32, max(n, 1)*stride)
-			for i := range q {
-				q[i] = float32(rng.NormFloat64())
-			}
-			for i := range kv {
-				kv[i] = float32(rng.NormFloat64())
-			}
-			off := 128 // a second kv head
-			got, w := make([]float32, n), make([]float32, n)
-			attnScores(q, kv[off:], stride, n, 0.088, got)
-			for p := range n {
-				want := dotF32Go(q, kv[off+p*stride:off+p*stride+128]) * 0.088
-				if abs32(got[p]-want) > 1e-5*max(1, abs32(want)) {
-					t.Fatalf("attnScores n %d pos %d: %v, want %v", n, p, got[p], want)
-				}
-				w[p] = float32(rng.Float64())
-			}
-			o, ref := make([]float32, 128), make([]float32, 128)
-			for i := range o {
-				o[i] = 7 // must be overwritten
-			}
-			attnMix(w, kv[off:], stride, n, o)
-			for p := range n {
-				axpyF32Go(w[p], kv[off+p*stride:off+p*stride+128], ref)
-			}
-			for i := range o {
-				if abs32(o[i]-ref[i]) > 1e-5*max(1, abs32(ref[i])) {
-					t.Fatalf("attnMix n %d [%d]: %v, want %v", n, i, o[i], ref[i])
-				}
-			}
-		}
+		checkAttention128(t, rng, attnScores, attnMix)
 	}
 	for _, n := range []int{7, 32, 100, 2560} {
 		x, y := make([]float32, n), make([]float32, n)

@@ -225,26 +225,7 @@ func newARM64Kernels(sdot bool) arm64Kernels {
 	// TQ2_0: exact per-block integer sums from SIMD code, combined with
 	// the block scales in the same order (and the same Go expression) as
 	// tq2DotGo.
-	k.tq2Dot = func(row []byte, q []int8, bsum []int32) float32 {
-		nb := len(bsum)
-		if nb == 0 {
-			return 0
-		}
-		var buf [64]int32
-		sums := buf[:]
-		if nb > len(buf) {
-			sums = make([]int32, nb)
-		}
-		_ = row[nb*tq2Block-1]
-		_ = q[nb*256-1]
-		tq2K(unsafe.SliceData(row), unsafe.SliceData(q), nb, unsafe.SliceData(sums))
-		var acc float32
-		for b := range nb {
-			d := f16Table[binary.LittleEndian.Uint16(row[b*tq2Block+64:])]
-			acc += d * float32(sums[b]-bsum[b])
-		}
-		return acc
-	}
+	k.tq2Dot = tq2DotFromBlockSums(tq2K)
 	return k
 }
 

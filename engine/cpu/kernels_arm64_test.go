@@ -293,41 +293,7 @@ func TestARM64FloatKernels(t *testing.T) {
 // floats apart (a second kv head at an offset), against dotF32Go and
 // axpyF32Go.
 func TestARM64Attention(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	const stride = 640
-	for _, n := range []int{0, 1, 5, 130} {
-		q := make([]float32, 128)
-		kv := make([]float32, max(n, 1)*stride)
-		for i := range q {
-			q[i] = float32(rng.NormFloat64())
-		}
-		for i := range kv {
-			kv[i] = float32(rng.NormFloat64())
-		}
-		off := 128
-		got, w := make([]float32, n), make([]float32, n)
-		attnScoresARM64(q, kv[off:], stride, n, 0.088, got)
-		for p := range n {
-			want := dotF32Go(q, kv[off+p*stride:off+p*stride+128]) * 0.088
-			if abs32(got[p]-want) > 1e-5*max(1, abs32(want)) {
-				t.Fatalf("attnScores n %d pos %d: %v, want %v", n, p, got[p], want)
-			}
-			w[p] = float32(rng.Float64())
-		}
-		o, ref := make([]float32, 128), make([]float32, 128)
-		for i := range o {
-			o[i] = 7 // must be overwritten
-		}
-		attnMixARM64(w, kv[off:], stride, n, o)
-		for p := range n {
-			axpyF32Go(w[p], kv[off+p*stride:off+p*stride+128], ref)
-		}
-		for i := range o {
-			if abs32(o[i]-ref[i]) > 1e-5*max(1, abs32(ref[i])) {
-				t.Fatalf("attnMix n %d [%d]: %v, want %v", n, i, o[i], ref[i])
-			}
-		}
-	}
+	checkAttention128(t, rand.New(rand.NewPCG(13, 14)), attnScoresARM64, attnMixARM64)
 }
 
 // TestARM64Dispatch: the package variables point at the kernels the CPU

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/edgectl/edgectl/format/half"
 )
@@ -97,6 +98,33 @@ func tq2DotGo(row []byte, q []int8, bsum []int32) float32 {
 		acc += d * float32(s-bsum[b])
 	}
 	return acc
+}
+
+// tq2DotFromBlockSums builds a tq2Dot from a SIMD kernel that writes the
+// exact integer sum Σ code·q of each of nb blocks; the sums are combined
+// with the block scales in the portable kernel's order, so the result is
+// bit for bit tq2DotGo's.
+func tq2DotFromBlockSums(blockSums func(row *byte, q *int8, nb int, out *int32)) func(row []byte, q []int8, bsum []int32) float32 {
+	return func(row []byte, q []int8, bsum []int32) float32 {
+		nb := len(bsum)
+		if nb == 0 {
+			return 0
+		}
+		var buf [64]int32
+		sums := buf[:]
+		if nb > len(buf) {
+			sums = make([]int32, nb)
+		}
+		_ = row[nb*tq2Block-1]
+		_ = q[nb*256-1]
+		blockSums(unsafe.SliceData(row), unsafe.SliceData(q), nb, unsafe.SliceData(sums))
+		var acc float32
+		for b := range nb {
+			d := f16Table[binary.LittleEndian.Uint16(row[b*tq2Block+64:])]
+			acc += d * float32(sums[b]-bsum[b])
+		}
+		return acc
+	}
 }
 
 // TQ1_0: 256-weight blocks of qs[48], qh[4], fp16 d. Five trits per byte in
