@@ -8,11 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edgectl/edgectl/internal/testmodel"
 
 	"github.com/edgectl/edgectl/internal/cli"
 )
@@ -70,19 +71,9 @@ func stepsWith(evs []Event, typ string) []string {
 	return s
 }
 
-// readTree maps every file under dir (slash paths) to its bytes.
 func readTree(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	m := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		m[filepath.ToSlash(rel)] = b
-		return err
-	})
+	m, err := testmodel.ReadTree(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
