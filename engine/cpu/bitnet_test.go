@@ -57,6 +57,11 @@ func TestBitNetSameTokensInEveryFormat(t *testing.T) {
 		if name != "safetensors" && m.info.Quantization != name {
 			t.Errorf("%s: quantization reported as %q", name, m.info.Quantization)
 		}
+		// The int8 head was built from the tied embedding and its mapped
+		// pages dropped; the lookups below read them back from the file.
+		if _, ok := m.w.head.(*q8Linear); !ok || m.w.embed.release == nil {
+			t.Fatalf("%s: head %T, embedding release hook set: %v", name, m.w.head, m.w.embed.release != nil)
+		}
 		var ids []int
 		s, _ := m.NewSession()
 		_, err := s.Generate(t.Context(), engine.Request{Prompt: "The quick brown fox", MaxTokens: 12, Sampling: greedy()},

@@ -16,6 +16,11 @@ type floatRows struct {
 	f32  []float32 // raw viewed as float32 when dt is F32 and aligned
 	dt   string
 	r, c int
+	// release, when set, drops the file mapping's pages of raw[off:off+n]
+	// from the resident set (a no-op where raw is not a mapping). Set by
+	// the loaders; whoever has read a large part once and will not read it
+	// again soon (the int8 head's quantization of a tied embedding) calls it.
+	release func(off, n int64)
 }
 
 func newFloatRows(raw []byte, dt string, rows, cols int) (*floatRows, error) {

@@ -236,6 +236,7 @@ func (l ggufLoader) float(name string, rows, cols int) (*floatRows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: tensor %q: %w", l.g.Path, name, err)
 	}
+	fr.release = func(off, n int64) { l.g.ReleaseRange(t, off, n) }
 	return fr, nil
 }
 
@@ -256,6 +257,7 @@ func (l ggufLoader) matrix(name string, rows, cols int) (linear, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: tensor %q (%s): %w; the CPU engine reads F32, F16, BF16, TQ1_0 and TQ2_0", l.g.Path, name, t.Type, err)
 	}
+	fr.release = func(off, n int64) { l.g.ReleaseRange(t, off, n) }
 	return fr, nil
 }
 
@@ -329,6 +331,7 @@ func h1bModel(f *h1b.File) (*model, error) {
 	if m.w.embed, err = newFloatRows(eb, "F32", a.vocab, a.hidden); err != nil {
 		return nil, fmt.Errorf("%s: embedding: %w", f.Path, err)
 	}
+	m.w.embed.release = func(off, n int64) { f.ReleaseRange(et, off, n) }
 	m.w.head = m.w.embed
 	if h.TieEmbeddings == 0 {
 		return nil, fmt.Errorf("%s: untied LM head (tie_embeddings = 0): the .h1b layout has no place for it; export this model as GGUF instead", f.Path)

@@ -195,6 +195,9 @@ func (l stLoader) matrix(name string, rows, cols int) (*floatRows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: tensor %q: %w", l.dir, name, err)
 	}
+	if f, _, ok := l.ck.Lookup(name); ok {
+		m.release = func(off, n int64) { f.ReleaseRange(t, off, n) }
+	}
 	return m, nil
 }
 

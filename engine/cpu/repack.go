@@ -386,7 +386,14 @@ func quantizeHead(f *floatRows, mem *arena) *q8Linear {
 	buf := mem.alloc(f.r * f.c)
 	l := &q8Linear{r: f.r, c: f.c, scale: make([]float32, f.r), wsum: make([]int32, f.r)}
 	l.w = unsafeInt8(buf)
+	rowBytes := int64(len(f.raw) / f.r)
 	parallelRows(f.r, func(lo, hi int) {
+		// The float rows are read once here: drop each chunk's mapped
+		// pages after it (a tied F32 embedding of BitNet-2B is 1.3 GB; its
+		// lookups later read back only the rows they need).
+		if f.release != nil {
+			defer f.release(int64(lo)*rowBytes, int64(hi-lo)*rowBytes)
+		}
 		row := make([]float32, f.c)
 		for r := lo; r < hi; r++ {
 			f.row(r, row)

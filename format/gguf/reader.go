@@ -642,6 +642,9 @@ func (g *File) Bytes(t TensorInfo) ([]byte, error) {
 // Release drops t's mapped pages from the resident set (see mmapfile).
 func (g *File) Release(t TensorInfo) { g.f.Release(t.Offset, t.Size) }
 
+// ReleaseRange is Release for bytes [off, off+n) of t's data.
+func (g *File) ReleaseRange(t TensorInfo, off, n int64) { g.f.Release(t.Offset+off, n) }
+
 // Reader returns a reader over t's stored bytes.
 func (g *File) Reader(t TensorInfo) *io.SectionReader {
 	return io.NewSectionReader(g.f, t.Offset, t.Size)

@@ -91,6 +91,10 @@ func (g *File) view(off, n int64) ([]byte, error) { return g.f.Slice(off, n) }
 // as a read-only view, valid until Close.
 func (g *File) Bytes(t Tensor) ([]byte, error) { return g.view(t.Offset, t.Size) }
 
+// ReleaseRange drops the mapped pages of bytes [off, off+n) of t's data
+// from the resident set; touching them again reads them back from the file.
+func (g *File) ReleaseRange(t Tensor, off, n int64) { g.f.Release(t.Offset+off, n) }
+
 // ScaleBytes returns the raw f32 scales of a Packed tensor.
 func (g *File) ScaleBytes(t Tensor) ([]byte, error) {
 	if t.Kind != Packed {

@@ -86,3 +86,6 @@ func (f *File) CopyTensor(t Tensor) func(io.Writer) error {
 // pass over a checkpoint larger than RAM keeps its resident set flat. The
 // view stays valid: touching t again reads it back from the file.
 func (f *File) Release(t Tensor) { f.mf.Release(f.DataStart()+t.Begin, t.Size()) }
+
+// ReleaseRange is Release for bytes [off, off+n) of t's data.
+func (f *File) ReleaseRange(t Tensor, off, n int64) { f.mf.Release(f.DataStart()+t.Begin+off, n) }
