@@ -40,9 +40,6 @@ func i2Dot4VNNI(row *byte, qp *int8, k int, nb int, out *int32, blk int)
 func q8DotVNNI(w *int8, xu *byte, n int) int32
 
 //go:noescape
-func i2RowsVNNI(rows *byte, qp *int8, nb int, n int, out *int32)
-
-//go:noescape
 func i2RowsScaledVNNI(rows *byte, qp *int8, nb int, n int, total int32, xs float32, scale *float32, out *float32)
 
 //go:noescape
@@ -223,14 +220,6 @@ func init() {
 				nb := len(qp) / 256
 				_ = row[nb*64-1]
 				return i2DotVNNI(unsafe.SliceData(row), unsafe.SliceData(qp), nb, i2Block) - total
-			}
-			i2Rows = func(rows []byte, qp []int8, out []int32) {
-				nb := len(qp) / 256
-				if len(out) == 0 || nb == 0 {
-					return
-				}
-				_ = rows[len(out)*nb*64-1]
-				i2RowsVNNI(unsafe.SliceData(rows), unsafe.SliceData(qp), nb, len(out), unsafe.SliceData(out))
 			}
 			i2RowsScaled = func(rows []byte, qp []int8, total int32, xs float32, scale, out []float32) {
 				nb := len(qp) / 256

@@ -235,7 +235,7 @@ func init() {
 	}
 	k := newARM64Kernels(hasSDOT)
 	kernelName = k.name
-	i2Rows, i2RowsScaled, i2Dot, i2Dot4, q8Dot = k.i2Rows, k.i2RowsScaled, k.i2Dot, k.i2Dot4, k.q8Dot
+	i2RowsScaled, i2Dot, i2Dot4, q8Dot = k.i2RowsScaled, k.i2Dot, k.i2Dot4, k.q8Dot
 	tq2Dot = k.tq2Dot
 	q8Rows = k.q8Rows
 	maxF32 = maxF32ARM64

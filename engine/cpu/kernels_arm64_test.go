@@ -301,15 +301,15 @@ func TestARM64Attention(t *testing.T) {
 func TestARM64Dispatch(t *testing.T) {
 	switch {
 	case pureGoEnv():
-		if kernelName != "go" || i2Rows != nil || i2Dot4 != nil {
-			t.Fatalf("EDGECTL_PUREGO=1 but kernels %q (i2Rows set: %v)", kernelName, i2Rows != nil)
+		if kernelName != "go" || i2RowsScaled != nil || i2Dot4 != nil {
+			t.Fatalf("EDGECTL_PUREGO=1 but kernels %q (i2RowsScaled set: %v)", kernelName, i2RowsScaled != nil)
 		}
 	case hasSDOT:
 		if kernelName != "neon-dotprod" {
 			t.Fatalf("SDOT CPU runs %q", kernelName)
 		}
 	default:
-		if kernelName != "neon" || i2Rows == nil {
+		if kernelName != "neon" || i2RowsScaled == nil {
 			t.Fatalf("kernels %q without SDOT", kernelName)
 		}
 	}

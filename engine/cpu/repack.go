@@ -24,12 +24,10 @@ const i2Block = 64
 // i2Dot returns Σ (c−1)·q over a row (total = Σq).
 var i2Dot = i2DotGo
 
-// i2Rows, when set, computes Σ code·q (without the −Σq term) for
-// len(out) consecutive I2 rows against one activation row in one call.
-var i2Rows func(rows []byte, q []int8, out []int32)
-
-// i2RowsScaled, when set, is i2Rows with the decode epilogue fused:
-// out[i] = float32(Σ code·q − total) · scale[i] · xs for len(out) rows.
+// i2RowsScaled, when set, computes the decode products of len(out)
+// consecutive I2 rows against one activation row in one call:
+// out[i] = float32(Σ code·q − total) · scale[i] · xs. (Every I2 matrix
+// has row scales: repack makes one only from rows with one scale each.)
 var i2RowsScaled func(rows []byte, q []int8, total int32, xs float32, scale, out []float32)
 
 // i2Permuted says the I2 kernels read acts.qp (permuteI2 order) instead of

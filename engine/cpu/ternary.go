@@ -45,7 +45,7 @@ func (l *ternLinear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 		l.kind == "I2x4" && a.n >= 4:
 		l.mulI2x4(out, ldo, a, r0, r1)
 		return
-	case l.kind == "I2" && i2Rows != nil,
+	case l.kind == "I2" && i2RowsScaled != nil && l.rowScale != nil,
 		l.kind == "I2x4" && l.rowScale != nil && r0%4 == 0 && r1%4 == 0:
 		l.mulI2Rows(out, ldo, a, r0, r1)
 		return
@@ -358,24 +358,8 @@ func (l *ternLinear) mulI2Rows(out []float32, ldo int, a *acts, r0, r1 int) {
 		}
 		return
 	}
-	if i2RowsScaled != nil && l.rowScale != nil {
-		for t := range a.n {
-			q := aq[t*k : (t+1)*k]
-			i2RowsScaled(l.data[r0*l.rowBytes:r1*l.rowBytes], q, a.total[t], a.scale[t],
-				l.rowScale[r0:r1], out[t*ldo+r0:t*ldo+r1])
-		}
-		return
-	}
-	var sums [64]int32
 	for t := range a.n {
-		q, tot, xs := aq[t*k:(t+1)*k], a.total[t], a.scale[t]
-		for r := r0; r < r1; r += len(sums) {
-			n := min(len(sums), r1-r)
-			i2Rows(l.data[r*l.rowBytes:(r+n)*l.rowBytes], q, sums[:n])
-			o := out[t*ldo+r : t*ldo+r+n]
-			for i := range o {
-				o[i] = float32(sums[i]-tot) * l.rowScale[r+i] * xs
-			}
-		}
+		i2RowsScaled(l.data[r0*l.rowBytes:r1*l.rowBytes], aq[t*k:(t+1)*k], a.total[t], a.scale[t],
+			l.rowScale[r0:r1], out[t*ldo+r0:t*ldo+r1])
 	}
 }
