@@ -34,7 +34,7 @@ func i2Dot4AVX512(row *byte, qp *int8, k int, nb int, out *int32)
 func i2DotVNNI(row *byte, qp *int8, nb int, blk int) int32
 
 //go:noescape
-func i2Dot4VNNI(row *byte, qp *int8, k int, nb int, out *int32, blk int)
+func i2Dot4VNNI(row *byte, qp *int8, k int, nb int, blk int, out *int32)
 
 //go:noescape
 func q8DotVNNI(w *int8, xu *byte, n int) int32
@@ -94,20 +94,8 @@ func init() {
 	}
 	kernelName = "avx2"
 	tq2Dot = tq2DotAVX2
-	i2Dot = func(row []byte, q []int8, total int32) int32 {
-		nb := len(q) / 256
-		_ = row[nb*64-1]
-		return i2DotAVX2(unsafe.SliceData(row), unsafe.SliceData(q), nb) - total
-	}
-	i2Dot4 = func(row []byte, q []int8, k int, totals []int32, out *[4]int32) {
-		nb := k / 256
-		_ = row[nb*64-1]
-		_ = q[3*k+nb*256-1]
-		i2Dot4AVX2(unsafe.SliceData(row), unsafe.SliceData(q), k, nb, &out[0])
-		for t := range 4 {
-			out[t] -= totals[t]
-		}
-	}
+	i2Dot = i2DotKernel(func(r *byte, q *int8, nb, _ int) int32 { return i2DotAVX2(r, q, nb) }, i2Block)
+	i2Dot4 = i2Dot4Kernel(func(r *byte, q *int8, k, nb, _ int, out *int32) { i2Dot4AVX2(r, q, k, nb, out) }, i2Block)
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && os.Getenv("EDGECTL_NO_AVX512") != "1" {
 		kernelName = "avx512"
 		i2Permuted = true
@@ -183,20 +171,8 @@ func init() {
 			_ = qp[nb*256-1]
 			quantBlocksAVX512(unsafe.SliceData(x), nb, inv, unsafe.SliceData(q), unsafe.SliceData(qp), unsafe.SliceData(bsum))
 		}
-		i2Dot = func(row []byte, qp []int8, total int32) int32 {
-			nb := len(qp) / 256
-			_ = row[nb*64-1]
-			return i2DotAVX512(unsafe.SliceData(row), unsafe.SliceData(qp), nb) - total
-		}
-		i2Dot4 = func(row []byte, qp []int8, k int, totals []int32, out *[4]int32) {
-			nb := k / 256
-			_ = row[nb*64-1]
-			_ = qp[3*k+nb*256-1]
-			i2Dot4AVX512(unsafe.SliceData(row), unsafe.SliceData(qp), k, nb, &out[0])
-			for t := range 4 {
-				out[t] -= totals[t]
-			}
-		}
+		i2Dot = i2DotKernel(func(r *byte, q *int8, nb, _ int) int32 { return i2DotAVX512(r, q, nb) }, i2Block)
+		i2Dot4 = i2Dot4Kernel(func(r *byte, q *int8, k, nb, _ int, out *int32) { i2Dot4AVX512(r, q, k, nb, out) }, i2Block)
 		if cpu.X86.HasAVX512VNNI {
 			kernelName = "avx512vnni"
 			q8Unsigned = true
@@ -216,11 +192,7 @@ func init() {
 				_ = xu[k-1]
 				q8RowsVNNI(unsafe.SliceData(w), unsafe.SliceData(xu), k, k&^63, len(out), unsafe.SliceData(out))
 			}
-			i2Dot = func(row []byte, qp []int8, total int32) int32 {
-				nb := len(qp) / 256
-				_ = row[nb*64-1]
-				return i2DotVNNI(unsafe.SliceData(row), unsafe.SliceData(qp), nb, i2Block) - total
-			}
+			i2Dot = i2DotKernel(i2DotVNNI, i2Block)
 			i2RowsScaled = func(rows []byte, qp []int8, total int32, xs float32, scale, out []float32) {
 				nb := len(qp) / 256
 				if len(out) == 0 || nb == 0 {
@@ -230,15 +202,7 @@ func init() {
 				_ = scale[len(out)-1]
 				i2RowsScaledVNNI(unsafe.SliceData(rows), unsafe.SliceData(qp), nb, len(out), total, xs, unsafe.SliceData(scale), unsafe.SliceData(out))
 			}
-			i2Dot4 = func(row []byte, qp []int8, k int, totals []int32, out *[4]int32) {
-				nb := k / 256
-				_ = row[nb*64-1]
-				_ = qp[3*k+nb*256-1]
-				i2Dot4VNNI(unsafe.SliceData(row), unsafe.SliceData(qp), k, nb, &out[0], i2Block)
-				for t := range 4 {
-					out[t] -= totals[t]
-				}
-			}
+			i2Dot4 = i2Dot4Kernel(i2Dot4VNNI, i2Block)
 			// The interleaved layout: one sequential stream per group of
 			// four rows (see i2x4RowsScaled).
 			i2x4RowsScaled = func(groups []byte, qp []int8, total int32, xs float32, scale, out []float32) {
@@ -250,20 +214,8 @@ func init() {
 				_ = scale[len(out)-1]
 				i2x4RowsScaledVNNI(unsafe.SliceData(groups), unsafe.SliceData(qp), nb, len(out)/4, total, xs, unsafe.SliceData(scale), unsafe.SliceData(out))
 			}
-			i2x4Dot = func(row []byte, qp []int8, total int32) int32 {
-				nb := len(qp) / 256
-				_ = row[(nb-1)*4*i2Block+i2Block-1]
-				return i2DotVNNI(unsafe.SliceData(row), unsafe.SliceData(qp), nb, 4*i2Block) - total
-			}
-			i2x4Dot4 = func(row []byte, qp []int8, k int, totals []int32, out *[4]int32) {
-				nb := k / 256
-				_ = row[(nb-1)*4*i2Block+i2Block-1]
-				_ = qp[3*k+nb*256-1]
-				i2Dot4VNNI(unsafe.SliceData(row), unsafe.SliceData(qp), k, nb, &out[0], 4*i2Block)
-				for t := range 4 {
-					out[t] -= totals[t]
-				}
-			}
+			i2x4Dot = i2DotKernel(i2DotVNNI, 4*i2Block)
+			i2x4Dot4 = i2Dot4Kernel(i2Dot4VNNI, 4*i2Block)
 		}
 	}
 	q8Dot = func(w, x []int8) int32 {
@@ -316,3 +268,34 @@ func init() {
 
 // tq2DotAVX2 is tq2Dot with the block sums in SIMD.
 var tq2DotAVX2 = tq2DotFromBlockSums(tq2BlockSumsAVX2)
+
+// i2DotKernel wraps a one-row I2 kernel whose blocks lie blk bytes apart
+// (64 plain I2, 256 I2x4) as i2Dot/i2x4Dot: Σ (code−1)·q = Σ code·q − total.
+func i2DotKernel(k func(row *byte, q *int8, nb, blk int) int32, blk int) func(row []byte, q []int8, total int32) int32 {
+	return func(row []byte, q []int8, total int32) int32 {
+		nb := len(q) / 256
+		if nb == 0 {
+			return -total
+		}
+		_ = row[(nb-1)*blk+i2Block-1]
+		return k(unsafe.SliceData(row), unsafe.SliceData(q), nb, blk) - total
+	}
+}
+
+// i2Dot4Kernel wraps a one-row, four-token I2 kernel the same way, as
+// i2Dot4/i2x4Dot4 (activation rows k apart in q).
+func i2Dot4Kernel(kern func(row *byte, q *int8, k, nb, blk int, out *int32), blk int) func(row []byte, q []int8, k int, totals []int32, out *[4]int32) {
+	return func(row []byte, q []int8, k int, totals []int32, out *[4]int32) {
+		nb := k / 256
+		if nb == 0 {
+			*out = [4]int32{-totals[0], -totals[1], -totals[2], -totals[3]}
+			return
+		}
+		_ = row[(nb-1)*blk+i2Block-1]
+		_ = q[3*k+nb*256-1]
+		kern(unsafe.SliceData(row), unsafe.SliceData(q), k, nb, blk, &out[0])
+		for t := range 4 {
+			out[t] -= totals[t]
+		}
+	}
+}

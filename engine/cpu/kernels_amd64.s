@@ -773,15 +773,15 @@ v1done:
 	MOVL AX, ret+32(FP)
 	RET
 
-// func i2Dot4VNNI(row *byte, qp *int8, k int, nb int, out *int32, blk int)
+// func i2Dot4VNNI(row *byte, qp *int8, k int, nb int, blk int, out *int32)
 // One row (blocks blk bytes apart) against four activation rows k apart.
 TEXT ·i2Dot4VNNI(SB), NOSPLIT, $0-48
 	MOVQ row+0(FP), SI
 	MOVQ qp+8(FP), DI
 	MOVQ k+16(FP), BX
 	MOVQ nb+24(FP), CX
-	MOVQ out+32(FP), DX
-	MOVQ blk+40(FP), R11
+	MOVQ blk+32(FP), R11
+	MOVQ out+40(FP), DX
 	LEAQ (DI)(BX*1), R8
 	LEAQ (R8)(BX*1), R9
 	LEAQ (R9)(BX*1), R10
