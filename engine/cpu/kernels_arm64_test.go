@@ -342,8 +342,7 @@ func TestARM64Encodings(t *testing.T) {
 		}
 		return float32(rng.NormFloat64() * 100)
 	}
-	roundAway := func(f float32) uint32 { // FCVTAS: ties away, saturating, NaN → 0
-		r := math.Round(float64(f))
+	saturate := func(r float64) uint32 { // int32 conversion as FCVT*S: saturating, NaN → 0
 		switch {
 		case r != r:
 			return 0
@@ -354,18 +353,8 @@ func TestARM64Encodings(t *testing.T) {
 		}
 		return uint32(int32(r))
 	}
-	roundEven := func(f float32) uint32 { // FCVTNS: ties to even, saturating, NaN → 0
-		r := math.RoundToEven(float64(f))
-		switch {
-		case r != r:
-			return 0
-		case r >= 1<<31:
-			return math.MaxInt32
-		case r < -(1 << 31):
-			return 1 << 31
-		}
-		return uint32(int32(r))
-	}
+	roundAway := func(f float32) uint32 { return saturate(math.Round(float64(f))) }       // FCVTAS: ties away
+	roundEven := func(f float32) uint32 { return saturate(math.RoundToEven(float64(f))) } // FCVTNS: ties to even
 	type op struct {
 		name  string
 		float bool // d, n, m hold float32 lanes
