@@ -5,14 +5,14 @@
 // Prefetch distances (bytes ahead) for the decode kernels, which stream
 // weights from memory: software prefetch lets the loads of the next rows
 // overlap the arithmetic on these ones (measured: decode +12%). SPFD is
-// the distance of i2RowsScaledVNNI's single sequential stream, which
-// prefetches with the non-temporal hint: on the Zen 5 VM, NTA 12–16 KiB
-// ahead streamed the BitNet-2B decode chain ~15% faster than T0 at 10 KiB
-// and ~20% faster than no prefetch (ExpVariants, best of 40 alternating
-// rounds; engine.md).
-#define PFD 10240
+// for i2RowsScaledVNNI's four row streams (plain I2 layout), with the
+// non-temporal hint. The single-stream kernels (i2x4RowsScaledVNNI,
+// q8RowsVNNI) do not prefetch: on the 2-core Zen 4 VM the hardware
+// prefetchers alone streamed them fastest — the BitNet-2B decode chain
+// at 0.86 of the plain read rate against 0.78 with NTA 16 KiB ahead, 0.86
+// with T1 8 KiB, 0.87 with T2 4 KiB when memory gave 35 GB/s; at 60 GB/s
+// 0.76 against 0.50, 0.70 and 0.68 (alternating rounds, engine.md).
 #define SPFD 16384
-#define QPFD 4096
 
 // The four-row I2 kernels' shared pieces. I2_ROW_DOTS accumulates one
 // 64-byte block of one row's codes (loaded from src into the scratch zr)
@@ -1028,10 +1028,14 @@ vsend:
 	RET
 
 // func q8RowsVNNI(w *int8, xu *byte, stride int, n64 int, nrows int, out *int32)
-// nrows int8 rows stride bytes apart against x+128 (unsigned): out[r] =
-// Σ_{i<n64} w[r][i]·xu[i], n64 a multiple of 64. Four rows share each
-// activation load; eight accumulators (four rows × two) keep VPDPBUSD's
-// latency hidden.
+// out[r] = Σ w[r·stride+i]·xu[i] over the first n64 bytes (a multiple of
+// 64) of each of nrows rows. Rows are taken one at a time, front to back,
+// so the weights are read as one sequential stream, which the hardware
+// prefetchers follow at full speed: on the 2-core Zen 4 VM, a four-row
+// version (sharing each activation load, four streams 2560 bytes apart,
+// software prefetch) read the BitNet-2B head at 15 GB/s per core against
+// the 30 GB/s a plain read gets, this one at 29–30. The activations stay
+// in L1; four accumulators hide VPDPBUSD's latency.
 TEXT ·q8RowsVNNI(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ xu+8(FP), R11
@@ -1040,94 +1044,42 @@ TEXT ·q8RowsVNNI(SB), NOSPLIT, $0-48
 	MOVQ nrows+32(FP), R13
 	MOVQ out+40(FP), DX
 	SHRQ $6, R12
-	TESTQ R12, R12
-	JEQ qrzero
-	CMPQ R13, $4
-	JLT qrone
-qrquad:
-	LEAQ (SI)(BX*1), R8
-	LEAQ (R8)(BX*1), R9
-	LEAQ (R9)(BX*1), R10
-	MOVQ R11, DI
-	XORQ AX, AX
+	TESTQ R13, R13
+	JEQ qrend
+qrrow:
 	MOVQ R12, CX
+	XORQ AX, AX
 	VPXORQ Z0, Z0, Z0
 	VPXORQ Z1, Z1, Z1
 	VPXORQ Z2, Z2, Z2
 	VPXORQ Z3, Z3, Z3
-	VPXORQ Z4, Z4, Z4
-	VPXORQ Z5, Z5, Z5
-	VPXORQ Z6, Z6, Z6
-	VPXORQ Z7, Z7, Z7
-	SHRQ $1, CX
-	JEQ qrqtail
-qrqloop:
-	PREFETCHT0 QPFD(SI)(AX*1)
-	PREFETCHT0 QPFD+64(SI)(AX*1)
-	PREFETCHT0 QPFD(R8)(AX*1)
-	PREFETCHT0 QPFD+64(R8)(AX*1)
-	PREFETCHT0 QPFD(R9)(AX*1)
-	PREFETCHT0 QPFD+64(R9)(AX*1)
-	PREFETCHT0 QPFD(R10)(AX*1)
-	PREFETCHT0 QPFD+64(R10)(AX*1)
-	VMOVDQU64 (DI)(AX*1), Z16
-	VMOVDQU64 64(DI)(AX*1), Z17
+	CMPQ CX, $4
+	JLT qrtail
+qrloop:
+	VMOVDQU64 (R11)(AX*1), Z16
+	VMOVDQU64 64(R11)(AX*1), Z17
+	VMOVDQU64 128(R11)(AX*1), Z18
+	VMOVDQU64 192(R11)(AX*1), Z19
 	VPDPBUSD (SI)(AX*1), Z16, Z0
-	VPDPBUSD (R8)(AX*1), Z16, Z1
-	VPDPBUSD (R9)(AX*1), Z16, Z2
-	VPDPBUSD (R10)(AX*1), Z16, Z3
-	VPDPBUSD 64(SI)(AX*1), Z17, Z4
-	VPDPBUSD 64(R8)(AX*1), Z17, Z5
-	VPDPBUSD 64(R9)(AX*1), Z17, Z6
-	VPDPBUSD 64(R10)(AX*1), Z17, Z7
-	ADDQ $128, AX
-	DECQ CX
-	JNE qrqloop
-qrqtail:
-	TESTQ $1, R12
-	JEQ qrqsum
-	VMOVDQU64 (DI)(AX*1), Z16
-	VPDPBUSD (SI)(AX*1), Z16, Z0
-	VPDPBUSD (R8)(AX*1), Z16, Z1
-	VPDPBUSD (R9)(AX*1), Z16, Z2
-	VPDPBUSD (R10)(AX*1), Z16, Z3
-qrqsum:
-	VPADDD Z4, Z0, Z0
-	VPADDD Z5, Z1, Z1
-	VPADDD Z6, Z2, Z2
-	VPADDD Z7, Z3, Z3
-	VEXTRACTI64X4 $1, Z0, Y4
-	VPADDD Y4, Y0, Y0
-	VEXTRACTI64X4 $1, Z1, Y5
-	VPADDD Y5, Y1, Y1
-	VEXTRACTI64X4 $1, Z2, Y6
-	VPADDD Y6, Y2, Y2
-	VEXTRACTI64X4 $1, Z3, Y7
-	VPADDD Y7, Y3, Y3
-	VPHADDD Y1, Y0, Y0
-	VPHADDD Y3, Y2, Y2
-	VPHADDD Y2, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPADDD X1, X0, X0
-	VMOVDQU X0, (DX)
-	ADDQ $16, DX
-	LEAQ (R10)(BX*1), SI
-	SUBQ $4, R13
-	CMPQ R13, $4
-	JGE qrquad
-	TESTQ R13, R13
-	JEQ qrend
-qrone:
-	MOVQ R11, DI
-	MOVQ R12, CX
-	XORQ AX, AX
-	VPXORQ Z0, Z0, Z0
-qroloop:
-	VMOVDQU64 (DI)(AX*1), Z16
+	VPDPBUSD 64(SI)(AX*1), Z17, Z1
+	VPDPBUSD 128(SI)(AX*1), Z18, Z2
+	VPDPBUSD 192(SI)(AX*1), Z19, Z3
+	ADDQ $256, AX
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE qrloop
+qrtail:
+	TESTQ CX, CX
+	JEQ qrsum
+	VMOVDQU64 (R11)(AX*1), Z16
 	VPDPBUSD (SI)(AX*1), Z16, Z0
 	ADDQ $64, AX
 	DECQ CX
-	JNE qroloop
+	JMP qrtail
+qrsum:
+	VPADDD Z1, Z0, Z0
+	VPADDD Z3, Z2, Z2
+	VPADDD Z2, Z0, Z0
 	VEXTRACTI64X4 $1, Z0, Y1
 	VPADDD Y1, Y0, Y0
 	VEXTRACTI128 $1, Y0, X1
@@ -1141,15 +1093,7 @@ qroloop:
 	ADDQ $4, DX
 	ADDQ BX, SI
 	DECQ R13
-	JNE qrone
-	JMP qrend
-qrzero:
-	TESTQ R13, R13
-	JEQ qrend
-	MOVL $0, (DX)
-	ADDQ $4, DX
-	DECQ R13
-	JNE qrzero
+	JNE qrrow
 qrend:
 	VZEROUPPER
 	RET
@@ -1652,10 +1596,6 @@ xsgroup:
 	MOVQ R12, CX
 	ZERO_Z0_Z15
 xsblock:
-	PREFETCHNTA SPFD(SI)
-	PREFETCHNTA SPFD+64(SI)
-	PREFETCHNTA SPFD+128(SI)
-	PREFETCHNTA SPFD+192(SI)
 	VMOVDQU64 (DI), Z24
 	VMOVDQU64 64(DI), Z25
 	VMOVDQU64 128(DI), Z26
