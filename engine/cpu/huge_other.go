@@ -2,4 +2,6 @@
 
 package cpu
 
-func adviseHuge([]byte) {}
+func adviseHuge([]byte)  {}
+func adviseSmall([]byte) {}
+func populate([]byte)    {}

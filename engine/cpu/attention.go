@@ -1,0 +1,220 @@
+package cpu
+
+import (
+	"math"
+	"sync"
+)
+
+// Attention over the cache, laid out head-major (see state): layer l's
+// keys for KV head g are one run of positions, headDim floats each.
+//
+// The work is split into tasks of (token, KV head, span of positions).
+// A task runs all the query heads that share the KV head (GQA: 4 on
+// BitNet-2B) over its span block by block, so each block of keys and
+// values comes from memory once and from L2 for the other heads — run
+// head by head over the whole cache, a 2048-position head (1 MiB of keys)
+// fell out of L2 and was read four times. Within a task, blocks are
+// merged with the running-max softmax (each head keeps its max, its sum
+// of e^(x−max) and its unnormalized output).
+//
+// Decoding one token, each head's positions are split into spans so both
+// cores share a long cache (five KV heads alone would split 3:2); the
+// spans' partial results are merged afterwards the same way. Span
+// boundaries depend only on the position count, never on the thread
+// count, so the result does not either.
+const (
+	attnBlock   = 512 // positions per block: 256 KiB of keys and values at headDim 128
+	attnMinSpan = 64  // positions per decode span, at least
+	attnSpans   = 64  // decode spans per head, at most
+)
+
+// attnPartial is one head's softmax state over some positions: max,
+// Σ e^(x−max), and Σ e^(x−max)·v (headDim floats).
+type attnPartial struct {
+	m, s float32
+	o    []float32
+}
+
+// merge folds b into a (a.o and b.o have the same length).
+func (a *attnPartial) merge(b attnPartial) {
+	if b.s == 0 {
+		return
+	}
+	if a.s == 0 {
+		a.m, a.s = b.m, b.s
+		copy(a.o, b.o)
+		return
+	}
+	mx := max(a.m, b.m)
+	ea, eb := float32(math.Exp(float64(a.m-mx))), float32(math.Exp(float64(b.m-mx)))
+	a.m, a.s = mx, a.s*ea+b.s*eb
+	if ea != 1 {
+		for i := range a.o {
+			a.o[i] *= ea
+		}
+	}
+	axpyF32(eb, b.o, a.o)
+}
+
+// attention computes s.att for the n new tokens against the whole cache.
+func (s *state) attention(l, n int) {
+	ar := &s.m.arch
+	hd, qd := ar.headDim, ar.heads*ar.headDim
+	group := ar.heads / ar.kvHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	// Decode: spans of at least attnMinSpan positions, at most attnSpans
+	// of them. A batch has n·kvHeads tasks already: one span each.
+	end := s.pos + n
+	span, spans := end, 1
+	if n == 1 {
+		span = max(attnMinSpan, (end+attnSpans-1)/attnSpans)
+		spans = (end + span - 1) / span
+	}
+	if spans > 1 {
+		s.part = grow(s.part, ar.heads*spans*(hd+2))
+	}
+	tasks := n * ar.kvHeads * spans
+	s.m.pool.parallel(tasks, 1, func(lo, hi int) {
+		buf := scoreBufs.Get().(*[]float32)
+		defer scoreBufs.Put(buf)
+		scratch := grow(*buf, min(attnBlock, span)+hd+group*hd)
+		*buf = scratch
+		scores, blockO := scratch[:min(attnBlock, span)], scratch[min(attnBlock, span):][:hd]
+		var accs [16]attnPartial // on the stack for groups up to 16
+		acc := accs[:0]
+		if group > len(accs) {
+			acc = make([]attnPartial, 0, group)
+		}
+		acc = acc[:group]
+		accO := scratch[min(attnBlock, span)+hd:]
+		for task := lo; task < hi; task++ {
+			t, g, c := task/(ar.kvHeads*spans), task/spans%ar.kvHeads, task%spans
+			p0, p1 := c*span, min(s.pos+t+1, (c+1)*span)
+			run := s.kvRun(l, g)
+			for i := range acc {
+				acc[i] = attnPartial{o: accO[i*hd : (i+1)*hd]}
+			}
+			for b0 := p0; b0 < p1; b0 += attnBlock {
+				b1 := min(p1, b0+attnBlock)
+				k, v := s.kc[run+b0*hd:run+b1*hd], s.vc[run+b0*hd:run+b1*hd]
+				for i := range acc {
+					h := g*group + i
+					q := s.q[t*qd+h*hd : t*qd+(h+1)*hd]
+					acc[i].merge(attendBlock(q, k, v, hd, scale, scores[:b1-b0], blockO))
+				}
+			}
+			for i, a := range acc {
+				h := g*group + i
+				if spans == 1 {
+					o := s.att[t*qd+h*hd : t*qd+(h+1)*hd]
+					inv := 1 / a.s
+					for j := range o {
+						o[j] = a.o[j] * inv
+					}
+					continue
+				}
+				p := s.part[(h*spans+c)*(hd+2):][:hd+2]
+				p[0], p[1] = a.m, a.s
+				copy(p[2:], a.o)
+			}
+		}
+	})
+	if spans == 1 {
+		return
+	}
+	// Merge each head's spans (n == 1).
+	s.m.pool.parallel(ar.heads, 1, func(lo, hi int) {
+		for h := lo; h < hi; h++ {
+			o := s.att[h*hd : (h+1)*hd]
+			a := attnPartial{o: o}
+			for c := range spans {
+				p := s.part[(h*spans+c)*(hd+2):][:hd+2]
+				a.merge(attnPartial{m: p[0], s: p[1], o: p[2:]})
+			}
+			inv := 1 / a.s
+			for j := range o {
+				o[j] *= inv
+			}
+		}
+	})
+}
+
+// attendBlock returns one head's softmax state over len(scores) positions:
+// keys k and values v (rows of hd floats), scores as scratch, o (hd
+// floats) for the output.
+func attendBlock(q, k, v []float32, hd int, scale float32, scores, o []float32) attnPartial {
+	n := len(scores)
+	if hd == 128 && attnScores != nil {
+		// One call per head over every position (SIMD, q and o in
+		// registers) instead of one per position.
+		attnScores(q, k, hd, n, scale, scores)
+		mx := maxF32(scores)
+		sum := expSubSum(scores, mx)
+		attnMix(scores, v, hd, n, o)
+		return attnPartial{m: mx, s: sum, o: o}
+	}
+	for p := range n {
+		scores[p] = dotF32(q, k[p*hd:(p+1)*hd]) * scale
+	}
+	mx := maxF32(scores)
+	sum := expSubSum(scores, mx)
+	clear(o)
+	for p := range n {
+		axpyF32(scores[p], v[p*hd:(p+1)*hd], o)
+	}
+	return attnPartial{m: mx, s: sum, o: o}
+}
+
+// scoreBufs recycles the tasks' scratch (scores and outputs; a chunk of
+// tasks runs several times per layer per token, and allocating each
+// showed in profiles).
+var scoreBufs = sync.Pool{New: func() any { return new([]float32) }}
+
+// attnScores and attnMix, when set, run one head of attention for
+// headDim 128 in one call each: out[p] = (q·k_p)·scale over n positions
+// stride floats apart, and o = Σ_p w[p]·v_p.
+var (
+	attnScores func(q, k []float32, stride, n int, scale float32, out []float32)
+	attnMix    func(w, v []float32, stride, n int, o []float32)
+)
+
+// maxF32 is the largest of x (−Inf when empty; NaN-free input); SIMD where
+// available.
+var maxF32 = maxF32Go
+
+func maxF32Go(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+// expSubSum sets x[i] = e^(x[i]−mx) and returns their sum: softmax's
+// numerators. SIMD versions use a float32 polynomial exp (≈1 ulp), so they
+// agree with this one to rounding, not bit for bit.
+var expSubSum = expSubSumGo
+
+func expSubSumGo(x []float32, mx float32) float32 {
+	var sum float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		x[i] = e
+		sum += e
+	}
+	return sum
+}
+
+// axpyF32 is y += a·x (len(x) ≥ len(y)); SIMD where available. FMA
+// rounds once per element where the portable loop rounds twice, so the two
+// agree to rounding, not bit for bit.
+var axpyF32 = axpyF32Go
+
+func axpyF32Go(a float32, x, y []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += a * x[i]
+	}
+}
