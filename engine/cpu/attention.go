@@ -11,21 +11,22 @@ import (
 // The work is split into tasks of (token, KV head, span of positions).
 // A task runs all the query heads that share the KV head (GQA: 4 on
 // BitNet-2B) over its span block by block, so each block of keys and
-// values comes from memory once and from L2 for the other heads — run
-// head by head over the whole cache, a 2048-position head (1 MiB of keys)
-// fell out of L2 and was read four times. Within a task, blocks are
-// merged with the running-max softmax (each head keeps its max, its sum
-// of e^(x−max) and its unnormalized output).
+// values comes from memory once: with the four-head kernels each row is
+// loaded once for the four, otherwise it is read from L2 by the heads
+// after the first. Run head by head over the whole cache, a 2048-position
+// head (1 MiB of keys) fell out of L2 and was read four times. Within a
+// task, blocks are merged with the running-max softmax (each head keeps
+// its max, its sum of e^(x−max) and its unnormalized output).
 //
 // Decoding one token, each head's positions are split into spans so both
 // cores share a long cache (five KV heads alone would split 3:2); the
 // spans' partial results are merged afterwards the same way. Span
-// boundaries depend only on the position count, never on the thread
-// count, so the result does not either.
+// boundaries depend only on the position count and the model's shape,
+// never on the thread count, so the result does not either.
 const (
 	attnBlock   = 512 // positions per block: 256 KiB of keys and values at headDim 128
 	attnMinSpan = 64  // positions per decode span, at least
-	attnSpans   = 64  // decode spans per head, at most
+	attnTasks   = 16  // decode tasks wanted (spans per KV head: attnTasks/kvHeads+1)
 )
 
 // attnPartial is one head's softmax state over some positions: max,
@@ -62,12 +63,16 @@ func (s *state) attention(l, n int) {
 	hd, qd := ar.headDim, ar.heads*ar.headDim
 	group := ar.heads / ar.kvHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	// Decode: spans of at least attnMinSpan positions, at most attnSpans
-	// of them. A batch has n·kvHeads tasks already: one span each.
+	// Decode: a few spans per KV head of at least attnMinSpan positions
+	// each, no more: a span is a sequential read, and shorter ones lose
+	// to each stream's ramp (BitNet-2B at 2048 positions: 4 spans per KV
+	// head, 12.4 ms a token; 32, 14.6–16.5 ms). A batch has n·kvHeads
+	// tasks already: one span each.
 	end := s.pos + n
 	span, spans := end, 1
 	if n == 1 {
-		span = max(attnMinSpan, (end+attnSpans-1)/attnSpans)
+		spans = min(attnTasks/ar.kvHeads+1, max(1, end/attnMinSpan))
+		span = (end + spans - 1) / spans
 		spans = (end + span - 1) / span
 	}
 	if spans > 1 {
@@ -77,31 +82,28 @@ func (s *state) attention(l, n int) {
 	s.m.pool.parallel(tasks, 1, func(lo, hi int) {
 		buf := scoreBufs.Get().(*[]float32)
 		defer scoreBufs.Put(buf)
-		scratch := grow(*buf, min(attnBlock, span)+hd+group*hd)
+		bl := min(attnBlock, span)
+		scratch := grow(*buf, group*bl+2*group*hd)
 		*buf = scratch
-		scores, blockO := scratch[:min(attnBlock, span)], scratch[min(attnBlock, span):][:hd]
+		scores, blockO, accO := scratch[:group*bl], scratch[group*bl:][:group*hd], scratch[group*bl+group*hd:]
 		var accs [16]attnPartial // on the stack for groups up to 16
 		acc := accs[:0]
 		if group > len(accs) {
 			acc = make([]attnPartial, 0, group)
 		}
 		acc = acc[:group]
-		accO := scratch[min(attnBlock, span)+hd:]
 		for task := lo; task < hi; task++ {
 			t, g, c := task/(ar.kvHeads*spans), task/spans%ar.kvHeads, task%spans
 			p0, p1 := c*span, min(s.pos+t+1, (c+1)*span)
 			run := s.kvRun(l, g)
+			q := s.q[t*qd+g*group*hd : t*qd+(g+1)*group*hd] // the group's query heads
 			for i := range acc {
 				acc[i] = attnPartial{o: accO[i*hd : (i+1)*hd]}
 			}
 			for b0 := p0; b0 < p1; b0 += attnBlock {
 				b1 := min(p1, b0+attnBlock)
 				k, v := s.kc[run+b0*hd:run+b1*hd], s.vc[run+b0*hd:run+b1*hd]
-				for i := range acc {
-					h := g*group + i
-					q := s.q[t*qd+h*hd : t*qd+(h+1)*hd]
-					acc[i].merge(attendBlock(q, k, v, hd, scale, scores[:b1-b0], blockO))
-				}
+				attendGroup(acc, q, k, v, hd, scale, scores[:group*(b1-b0)], blockO)
 			}
 			for i, a := range acc {
 				h := g*group + i
@@ -139,10 +141,37 @@ func (s *state) attention(l, n int) {
 	})
 }
 
-// attendBlock returns one head's softmax state over len(scores) positions:
-// keys k and values v (rows of hd floats), scores as scratch, o (hd
-// floats) for the output.
-func attendBlock(q, k, v []float32, hd int, scale float32, scores, o []float32) attnPartial {
+// attendGroup merges into acc (one per query head of a KV group; q holds
+// their vectors) the softmax state over one block of positions: keys k
+// and values v (rows of hd floats). scores (len(acc) rows of the block's
+// length) and o (len(acc)·hd) are scratch.
+func attendGroup(acc []attnPartial, q, k, v []float32, hd int, scale float32, scores, o []float32) {
+	G, n := len(acc), len(scores)/len(acc)
+	if hd == 128 && G == 4 && attnScores4 != nil {
+		// All four heads per pass over the keys, then over the values:
+		// each row is read once for the group.
+		attnScores4(q, k, hd, n, scale, scores, n)
+		var ms, ss [4]float32
+		for i := range 4 {
+			row := scores[i*n : (i+1)*n]
+			ms[i] = maxF32(row)
+			ss[i] = expSubSum(row, ms[i])
+		}
+		attnMix4(scores, n, v, hd, n, o)
+		for i := range acc {
+			acc[i].merge(attnPartial{m: ms[i], s: ss[i], o: o[i*hd : (i+1)*hd]})
+		}
+		return
+	}
+	for i := range acc {
+		acc[i].merge(attendHead(q[i*hd:(i+1)*hd], k, v, hd, scale, scores[i*n:(i+1)*n], o[i*hd:(i+1)*hd]))
+	}
+}
+
+// attendHead returns one head's softmax state over len(scores) positions
+// (keys k, values v in rows of hd floats); scores and o (hd floats, the
+// output) are scratch.
+func attendHead(q, k, v []float32, hd int, scale float32, scores, o []float32) attnPartial {
 	n := len(scores)
 	if hd == 128 && attnScores != nil {
 		// One call per head over every position (SIMD, q and o in
@@ -176,6 +205,14 @@ var scoreBufs = sync.Pool{New: func() any { return new([]float32) }}
 var (
 	attnScores func(q, k []float32, stride, n int, scale float32, out []float32)
 	attnMix    func(w, v []float32, stride, n int, o []float32)
+)
+
+// attnScores4 and attnMix4, when set, do the same for four query heads at
+// once (q: 4×128; out and w: four rows ldo/ldw apart; o: 4×128), reading
+// each key and value row once for the four.
+var (
+	attnScores4 func(q, k []float32, stride, n int, scale float32, out []float32, ldo int)
+	attnMix4    func(w []float32, ldw int, v []float32, stride, n int, o []float32)
 )
 
 // maxF32 is the largest of x (−Inf when empty; NaN-free input); SIMD where

@@ -9,15 +9,17 @@ import (
 // TestAttentionMatchesFloat64 checks attention against a plain float64
 // softmax over the cache: decode with one span and with several (the
 // merge of partial softmaxes), and a batch long enough for several
-// blocks per task; headDim 128 (the SIMD kernels) and 16 (portable).
+// blocks per task; headDim 128 (the SIMD kernels) and 16 (portable),
+// groups of 4 query heads per KV head (the grouped kernels) and 3.
 func TestAttentionMatchesFloat64(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, hd := range []int{128, 16} {
+	for _, g := range []struct{ hd, heads int }{{128, 8}, {128, 6}, {16, 8}} {
+		hd := g.hd
 		for _, c := range []struct{ pos, n int }{
 			{0, 1}, {40, 1}, {63, 1}, {64, 1}, {200, 1}, {1500, 1}, // decode: 1, 1, 1, 2, 4, 24 spans
 			{0, 5}, {700, 3}, // batch: one span per task, 2 blocks at 700+
 		} {
-			ar := arch{layers: 2, heads: 6, kvHeads: 2, headDim: hd, ctx: 2048}
+			ar := arch{layers: 2, heads: g.heads, kvHeads: 2, headDim: hd, ctx: 2048}
 			m := &model{arch: ar, pool: newPool(2)}
 			s := newState(m)
 			s.reserveKV()
@@ -68,7 +70,7 @@ func TestAttentionMatchesFloat64(t *testing.T) {
 				}
 			}
 			if worst > 5e-6 { // float32 rounding measures ~1e-6
-				t.Errorf("headDim %d, %d cached + %d new (end %d): max abs error %.2g", hd, c.pos, c.n, end, worst)
+				t.Errorf("headDim %d, %d heads, %d cached + %d new (end %d): max abs error %.2g", hd, g.heads, c.pos, c.n, end, worst)
 			}
 			s.release()
 			m.pool.close()

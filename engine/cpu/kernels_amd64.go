@@ -52,6 +52,12 @@ func attnScores128(q *float32, k *float32, stride int, n int, scale float32, out
 func attnMix128(w *float32, v *float32, stride int, n int, o *float32)
 
 //go:noescape
+func attnScores4x128(q *float32, k *float32, stride int, n int, scale float32, out *float32, ldo int)
+
+//go:noescape
+func attnMix4x128(w *float32, ldw int, v *float32, stride int, n int, o *float32)
+
+//go:noescape
 func q8RowsVNNI(w *int8, xu *byte, stride int, n64 int, nrows int, out *int32)
 
 //go:noescape
@@ -117,6 +123,25 @@ func init() {
 			_ = w[n-1]
 			_ = v[(n-1)*stride+127]
 			attnMix128(unsafe.SliceData(w), unsafe.SliceData(v), stride, n, unsafe.SliceData(o))
+		}
+		attnScores4 = func(q, k []float32, stride, n int, scale float32, out []float32, ldo int) {
+			if n == 0 {
+				return
+			}
+			_ = q[4*128-1]
+			_ = k[(n-1)*stride+127]
+			_ = out[3*ldo+n-1]
+			attnScores4x128(unsafe.SliceData(q), unsafe.SliceData(k), stride, n, scale, unsafe.SliceData(out), ldo)
+		}
+		attnMix4 = func(w []float32, ldw int, v []float32, stride, n int, o []float32) {
+			_ = o[4*128-1]
+			if n == 0 {
+				clear(o[:4*128])
+				return
+			}
+			_ = w[3*ldw+n-1]
+			_ = v[(n-1)*stride+127]
+			attnMix4x128(unsafe.SliceData(w), ldw, unsafe.SliceData(v), stride, n, unsafe.SliceData(o))
 		}
 		sumSquares = func(x []float32) float64 {
 			n := len(x) &^ 15
