@@ -98,6 +98,12 @@ func readBandwidth(m *model, threads int) float64 {
 		}
 	}
 	add(m.w.head)
+	return readRate(regions, threads)
+}
+
+// readRate is the best of three passes of threads cores reading regions,
+// each thread its share of every region, in bytes per second.
+func readRate(regions [][]byte, threads int) float64 {
 	var total int64
 	for _, r := range regions {
 		total += int64(len(r))
@@ -262,6 +268,52 @@ func BenchmarkPrefillTQ1_0(b *testing.B)        { benchPrefill(b, "TQ1_0") }
 func BenchmarkPrefillHALO2(b *testing.B)        { benchPrefill(b, "halo2") }
 func BenchmarkPrefillSherry(b *testing.B)       { benchPrefill(b, "sherry") }
 func BenchmarkPrefillTQ1H(b *testing.B)         { benchPrefill(b, "tq1h") }
+
+// BenchmarkAttention2048 times attention alone for one decoded token
+// against 2048 cached positions (all 30 layers; the weights' products are
+// left out), per token (ns/op) and as a ratio to reading the cache's bytes
+// at the probed rate: decode's cost that grows with the context.
+func BenchmarkAttention2048(b *testing.B) {
+	const cached = 2048
+	em, err := New().Load(context.Background(), benchModel(b, "TQ2_0"), engine.LoadOptions{Threads: benchThreads, ContextLength: 4096})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer em.Close()
+	m := em.(*model)
+	st := newState(m)
+	defer st.release()
+	chunk := make([]int, 256)
+	for st.pos < cached {
+		for i := range chunk {
+			chunk[i] = (st.pos + i) * 31 % m.arch.vocab
+		}
+		if _, err := st.forward(context.Background(), chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	st.pos = cached - 1 // attention(l, 1) then reads all 2048 positions
+	ar := &m.arch
+	var kv [][]byte
+	for l := range ar.layers {
+		for h := range ar.kvHeads {
+			r := st.kvRun(l, h)
+			kv = append(kv, f32Bytes(st.kc[r:r+cached*ar.headDim]), f32Bytes(st.vc[r:r+cached*ar.headDim]))
+		}
+	}
+	bytes := float64(2 * 4 * ar.layers * ar.kvHeads * ar.headDim * cached)
+	bw := readRate(kv, benchThreads)
+	b.ResetTimer()
+	for range b.N {
+		for l := range ar.layers {
+			st.attention(l, 1)
+		}
+	}
+	b.StopTimer()
+	bw = (bw + readRate(kv, benchThreads)) / 2 // probed before and after
+	b.ReportMetric(bytes/1e6, "KV-MB/token")
+	b.ReportMetric(bytes/bw/(b.Elapsed().Seconds()/float64(b.N)), "roofline-ratio")
+}
 
 func median(v []float64) float64 {
 	s := slices.Sorted(slices.Values(v))
