@@ -346,13 +346,26 @@ func (m *model) gatedFFN(a *acts, g, u []float32, gate, up linear, relu2 bool) {
 // gateAct sets g[i] = act(g[i])·u[i].
 func gateAct(g, u []float32, relu2 bool) {
 	u = u[:len(g)]
+	if relu2 {
+		relu2Mul(g, u)
+		return
+	}
 	for i, v := range g {
-		if relu2 {
-			v = max(v, 0)
-			v *= v
-		} else {
-			v = silu(v)
+		g[i] = silu(v) * u[i]
+	}
+}
+
+// relu2Mul sets g[i] = max(g[i], 0)²·u[i] (BitNet's gate; SIMD where
+// available). Decoding, it runs on the caller between two products, on
+// 6912 values a layer: 6 µs in the branching scalar loop it replaced.
+var relu2Mul = relu2MulGo
+
+func relu2MulGo(g, u []float32) {
+	u = u[:len(g)]
+	for i, v := range g {
+		if v < 0 { // not max(v, 0): its NaN and ±0 rules cost a branch more
+			v = 0
 		}
-		g[i] = v * u[i]
+		g[i] = v * v * u[i]
 	}
 }

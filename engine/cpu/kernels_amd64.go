@@ -52,6 +52,9 @@ func attnScores128(q *float32, k *float32, stride int, n int, scale float32, out
 func attnMix128(w *float32, v *float32, stride int, n int, o *float32)
 
 //go:noescape
+func relu2MulAVX512(x *float32, y *float32, n int)
+
+//go:noescape
 func attnScores4x128(q *float32, k *float32, stride int, n int, scale float32, out *float32, ldo int)
 
 //go:noescape
@@ -142,6 +145,14 @@ func init() {
 			_ = w[3*ldw+n-1]
 			_ = v[(n-1)*stride+127]
 			attnMix4x128(unsafe.SliceData(w), ldw, unsafe.SliceData(v), stride, n, unsafe.SliceData(o))
+		}
+		relu2Mul = func(g, u []float32) {
+			n := len(g) &^ 15
+			if n > 0 {
+				_ = u[n-1]
+				relu2MulAVX512(unsafe.SliceData(g), unsafe.SliceData(u), n)
+			}
+			relu2MulGo(g[n:], u[n:len(g)])
 		}
 		sumSquares = func(x []float32) float64 {
 			n := len(x) &^ 15

@@ -1612,6 +1612,27 @@ m4store:
 	VZEROUPPER
 	RET
 
+// func relu2MulAVX512(x *float32, y *float32, n int)   (n a positive multiple of 16)
+// x[i] = max(x[i], 0)²·y[i]. VMAXPS with 0 first returns x when x is NaN
+// or ±0, so the result matches the portable loop bit for bit.
+TEXT ·relu2MulAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	VPXORD Z1, Z1, Z1
+r2loop:
+	VMAXPS (DI), Z1, Z0
+	VMULPS Z0, Z0, Z0
+	VMULPS (SI), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNE r2loop
+	VZEROUPPER
+	RET
+
 // func maxAVX512(x *float32, n int) float32   (n a positive multiple of 16)
 TEXT ·maxAVX512(SB), NOSPLIT, $0-20
 	MOVQ x+0(FP), SI

@@ -224,3 +224,27 @@ func TestRMSNormKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestRelu2MulKernel checks BitNet's gate against the portable loop bit
+// for bit, including NaN, ±0 and ±Inf.
+func TestRelu2MulKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -1e-30, 1e-30}
+	for _, n := range []int{1, 15, 16, 33, 6912} {
+		g, u := make([]float32, n), make([]float32, n)
+		for i := range g {
+			g[i], u[i] = float32(rng.NormFloat64()*3), float32(rng.NormFloat64())
+			if i < len(special) {
+				g[i] = special[i]
+			}
+		}
+		got, want := slices.Clone(g), slices.Clone(g)
+		relu2Mul(got, u)
+		relu2MulGo(want, u)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n %d, g[%d] = %v: %v, want %v", n, i, g[i], got[i], want[i])
+			}
+		}
+	}
+}
