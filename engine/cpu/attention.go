@@ -25,7 +25,7 @@ import (
 // never on the thread count, so the result does not either.
 const (
 	attnBlock   = 512 // positions per block: 256 KiB of keys and values at headDim 128
-	attnMinSpan = 64  // positions per decode span, at least
+	attnMinSpan = 256 // positions per decode span, at least
 	attnTasks   = 16  // decode tasks wanted (spans per KV head: attnTasks/kvHeads+1)
 )
 
@@ -66,8 +66,10 @@ func (s *state) attention(l, n int) {
 	// Decode: a few spans per KV head of at least attnMinSpan positions
 	// each, no more: a span is a sequential read, and shorter ones lose
 	// to each stream's ramp (BitNet-2B at 2048 positions: 4 spans per KV
-	// head, 12.4 ms a token; 32, 14.6–16.5 ms). A batch has n·kvHeads
-	// tasks already: one span each.
+	// head, 12.4 ms a token; 32, 14.6–16.5 ms; at 132 positions one span
+	// per head, 3:2 across two cores, still beats two of 66: 1.25–1.39
+	// against 1.31–1.55 ms). A batch has n·kvHeads tasks already: one
+	// span each.
 	end := s.pos + n
 	span, spans := end, 1
 	if n == 1 {
