@@ -1240,6 +1240,22 @@ axdone:
 	VZEROUPPER
 	RET
 
+// SUM4_SCALED reduces four dot products held as register pairs (Z0+Z1,
+// Z2+Z3, Z4+Z5, Z6+Z7) to X0's four lanes, times X15: the four share the
+// last steps (three VHADDPS for four sums instead of four shuffle chains).
+#define SUM4_SCALED \
+	VADDPS Z1, Z0, Z0; VADDPS Z3, Z2, Z2; VADDPS Z5, Z4, Z4; VADDPS Z7, Z6, Z6; \
+	VEXTRACTF64X4 $1, Z0, Y1; VADDPS Y1, Y0, Y0; \
+	VEXTRACTF64X4 $1, Z2, Y3; VADDPS Y3, Y2, Y2; \
+	VEXTRACTF64X4 $1, Z4, Y5; VADDPS Y5, Y4, Y4; \
+	VEXTRACTF64X4 $1, Z6, Y7; VADDPS Y7, Y6, Y6; \
+	VEXTRACTF128 $1, Y0, X1; VADDPS X1, X0, X0; \
+	VEXTRACTF128 $1, Y2, X3; VADDPS X3, X2, X2; \
+	VEXTRACTF128 $1, Y4, X5; VADDPS X5, X4, X4; \
+	VEXTRACTF128 $1, Y6, X7; VADDPS X7, X6, X6; \
+	VHADDPS X2, X0, X0; VHADDPS X6, X4, X4; VHADDPS X4, X0, X0; \
+	VMULPS X15, X0, X0
+
 // func attnScores128(q *float32, k *float32, stride int, n int, scale float32, out *float32)
 // out[p] = (q · k[p·stride : p·stride+128]) · scale for p < n: one head's
 // attention scores over n cached positions, q held in registers.
@@ -1265,9 +1281,9 @@ TEXT ·attnScores128(SB), NOSPLIT, $0-48
 asquad:
 	CMPQ CX, $4
 	JLT astail
-	// The cached rows are a layer's stride apart (≥ one page): prefetch
-	// the four rows eight positions ahead, every other line (the
-	// adjacent-line prefetcher fetches the rest).
+	// Prefetch the four rows eight positions ahead, every other line
+	// (the adjacent-line prefetcher fetches the rest): rows may be a page
+	// or more apart (stride is the caller's).
 	LEAQ (DI)(BX*8), R12
 	PREFETCHT0 (R12)
 	PREFETCHT0 128(R12)
@@ -1317,30 +1333,7 @@ asquad:
 	VFMADD231PS 448(DI)(BX*2), Z23, Z5
 	VFMADD231PS 384(DI)(R11*1), Z22, Z6
 	VFMADD231PS 448(DI)(R11*1), Z23, Z7
-	VADDPS Z1, Z0, Z0
-	VADDPS Z3, Z2, Z2
-	VADDPS Z5, Z4, Z4
-	VADDPS Z7, Z6, Z6
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF64X4 $1, Z2, Y3
-	VADDPS Y3, Y2, Y2
-	VEXTRACTF64X4 $1, Z4, Y5
-	VADDPS Y5, Y4, Y4
-	VEXTRACTF64X4 $1, Z6, Y7
-	VADDPS Y7, Y6, Y6
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS X3, X2, X2
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS X5, X4, X4
-	VEXTRACTF128 $1, Y6, X7
-	VADDPS X7, X6, X6
-	VHADDPS X2, X0, X0
-	VHADDPS X6, X4, X4
-	VHADDPS X4, X0, X0
-	VMULPS X15, X0, X0
+	SUM4_SCALED
 	VMOVUPS X0, (DX)
 	LEAQ (DI)(BX*4), DI
 	ADDQ $16, DX
@@ -1486,30 +1479,7 @@ a4loop:
 	VFMADD231PS 1472(SI), Z23, Z5
 	VFMADD231PS 1920(SI), Z22, Z6
 	VFMADD231PS 1984(SI), Z23, Z7
-	VADDPS Z1, Z0, Z0
-	VADDPS Z3, Z2, Z2
-	VADDPS Z5, Z4, Z4
-	VADDPS Z7, Z6, Z6
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF64X4 $1, Z2, Y3
-	VADDPS Y3, Y2, Y2
-	VEXTRACTF64X4 $1, Z4, Y5
-	VADDPS Y5, Y4, Y4
-	VEXTRACTF64X4 $1, Z6, Y7
-	VADDPS Y7, Y6, Y6
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS X3, X2, X2
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS X5, X4, X4
-	VEXTRACTF128 $1, Y6, X7
-	VADDPS X7, X6, X6
-	VHADDPS X2, X0, X0
-	VHADDPS X6, X4, X4
-	VHADDPS X4, X0, X0
-	VMULPS X15, X0, X0
+	SUM4_SCALED
 	VMOVSS X0, (DX)
 	VEXTRACTPS $1, X0, (DX)(R8*1)
 	VEXTRACTPS $2, X0, (DX)(R8*2)
