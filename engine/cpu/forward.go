@@ -16,8 +16,8 @@ import (
 // sequential stream, once for all the query heads that share it
 // (attention.go). Position-major (all layers of a position together), a
 // head's rows lay layers·kvDim floats apart, one page each; with the
-// grouped tasks, BitNet-2B at 2048 cached positions spends 17–20 ms a
-// token in attention against 25–29 ms before.
+// grouped tasks and kernels, BitNet-2B at 2048 cached positions spends
+// 10–13 ms a token in attention against 22–29 ms before.
 type state struct {
 	m       *model
 	pos     int       // tokens in the cache
