@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/format/gguf"
@@ -313,6 +314,10 @@ func BenchmarkAttention2048(b *testing.B) {
 	bw = (bw + readRate(kv, benchThreads)) / 2 // probed before and after
 	b.ReportMetric(bytes/1e6, "KV-MB/token")
 	b.ReportMetric(bytes/bw/(b.Elapsed().Seconds()/float64(b.N)), "roofline-ratio")
+}
+
+func f32Bytes(f []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
 }
 
 func median(v []float64) float64 {

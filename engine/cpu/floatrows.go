@@ -138,7 +138,3 @@ func unsafeInt8(b []byte) []int8 {
 func unsafeBytes(b []int8) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
 }
-
-func f32Bytes(f []float32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
-}

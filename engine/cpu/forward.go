@@ -12,18 +12,17 @@ import (
 // The cache is head-major: layer l's K rows for KV head h are one run of
 // ctx rows of headDim floats, position p at row p (V alike), in one
 // mapping reserved for the whole context and paged in as positions fill
-// it (pageKV). Attention reads each KV head's keys and values as one
+// it. Attention reads each KV head's keys and values as one
 // sequential stream, once for all the query heads that share it
 // (attention.go). Position-major (all layers of a position together), a
 // head's rows lay layers·kvDim floats apart, one page each; with the
 // grouped tasks and kernels, BitNet-2B at 2048 cached positions spends
 // 10–13 ms a token in attention against 22–29 ms before.
 type state struct {
-	m       *model
-	pos     int       // tokens in the cache
-	kc, vc  []float32 // layers × kvHeads × ctx × headDim each, reserved at first use
-	kvMem   []byte    // the mapping behind kc and vc (nil: Go memory)
-	kvPaged int       // positions whose pages are committed (see pageKV)
+	m      *model
+	pos    int       // tokens in the cache
+	kc, vc []float32 // layers × kvHeads × ctx × headDim each, reserved at first use
+	kvMem  []byte    // the mapping behind kc and vc (nil: Go memory)
 	// kvFree unmaps kvMem if the state is dropped without release; release
 	// cancels it (unmapping twice could unmap a later mapping reusing the
 	// addresses, e.g. another model's weights).
@@ -57,33 +56,7 @@ func (s *state) release() {
 		s.kvFree.Stop()
 		freeAnon(s.kvMem)
 	}
-	s.kc, s.vc, s.kvMem, s.pos, s.kvPaged = nil, nil, nil, 0, 0
-}
-
-// kvPageStep is how many positions pageKV commits at a time.
-const kvPageStep = 32
-
-// pageKV commits the cache pages of positions up to end, kvPageStep
-// positions at a time. Head-major, each position adds headDim floats to
-// every (layer, KV head) run, so left to page faults the cache takes one
-// per run every 8 positions: ~37 a token on BitNet-2B, ~0.1 ms on the
-// VM. One populate call per run per 32 positions costs a fraction (and
-// 32, not more, keeps each call's stall near a millisecond).
-func (s *state) pageKV(end int) {
-	if s.kvMem == nil || end <= s.kvPaged {
-		return
-	}
-	ar := &s.m.arch
-	hd := ar.headDim
-	to := min(ar.ctx, (end+kvPageStep-1)/kvPageStep*kvPageStep)
-	for l := range ar.layers {
-		for h := range ar.kvHeads {
-			r := s.kvRun(l, h)
-			populate(f32Bytes(s.kc[r+s.kvPaged*hd : r+to*hd]))
-			populate(f32Bytes(s.vc[r+s.kvPaged*hd : r+to*hd]))
-		}
-	}
-	s.kvPaged = to
+	s.kc, s.vc, s.kvMem, s.pos = nil, nil, nil, 0
 }
 
 // kvRun is where layer l's rows for KV head h start in kc and vc
@@ -119,7 +92,6 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 	if s.kc == nil {
 		s.reserveKV()
 	}
-	s.pageKV(s.pos + n)
 	for l := range m.w.layers {
 		if err := ctx.Err(); err != nil {
 			s.truncate(s.pos)

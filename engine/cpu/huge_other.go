@@ -4,4 +4,3 @@ package cpu
 
 func adviseHuge([]byte)  {}
 func adviseSmall([]byte) {}
-func populate([]byte)    {}

@@ -6,4 +6,3 @@ func allocAnon(n int) ([]byte, bool)   { return make([]byte, n), false }
 func reserveAnon(n int) ([]byte, bool) { return make([]byte, n), false }
 func freeAnon([]byte)                  {}
 func releaseMapped([]byte)             {}
-func populate([]byte)                  {}
