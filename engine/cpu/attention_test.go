@@ -16,7 +16,7 @@ func TestAttentionMatchesFloat64(t *testing.T) {
 	for _, g := range []struct{ hd, heads int }{{128, 8}, {128, 6}, {16, 8}} {
 		hd := g.hd
 		for _, c := range []struct{ pos, n int }{
-			{0, 1}, {40, 1}, {63, 1}, {64, 1}, {200, 1}, {1500, 1}, // decode: 1, 1, 1, 2, 4, 24 spans
+			{0, 1}, {40, 1}, {63, 1}, {64, 1}, {200, 1}, {600, 1}, {1500, 1}, // decode: 1 span up to 511 positions, then 2 and 5
 			{0, 5}, {700, 3}, // batch: one span per task, 2 blocks at 700+
 		} {
 			ar := arch{layers: 2, heads: g.heads, kvHeads: 2, headDim: hd, ctx: 2048}
