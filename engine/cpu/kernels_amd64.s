@@ -87,10 +87,10 @@ TEXT ·tq2BlockSumsAVX2(SB), NOSPLIT, $0-32
 	MOVQ nb+16(FP), CX
 	MOVQ out+24(FP), DX
 	MOVL $0x03030303, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15      // 0x03 mask
 	MOVL $0x00010001, AX
-	MOVD AX, X14
+	VMOVD AX, X14
 	VPBROADCASTD X14, Y14      // int16 ones
 	TESTQ CX, CX
 	JEQ done
@@ -139,7 +139,7 @@ block:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, (DX)
 	ADDQ $66, SI
 	ADDQ $256, DI
@@ -188,7 +188,7 @@ f32sum:
 	VPERMILPS $0xB1, X0, X1
 	VADDPS X1, X0, X0
 	VZEROUPPER
-	MOVSS X0, ret+24(FP)
+	VMOVSS X0, ret+24(FP)
 	RET
 
 // func dotF16AVX2(w *byte, x *float32, n int) float32   (n a multiple of 32)
@@ -229,7 +229,7 @@ f16sum:
 	VPERMILPS $0xB1, X0, X1
 	VADDPS X1, X0, X0
 	VZEROUPPER
-	MOVSS X0, ret+24(FP)
+	VMOVSS X0, ret+24(FP)
 	RET
 
 // func readSumAVX2(p *byte, n int) uint64   (n a multiple of 128)
@@ -258,7 +258,7 @@ rsdone:
 	VPXOR Y2, Y0, Y0
 	VEXTRACTI128 $1, Y0, X1
 	VPXOR X1, X0, X0
-	MOVQ X0, AX
+	VMOVQ X0, AX
 	VZEROUPPER
 	MOVQ AX, ret+16(FP)
 	RET
@@ -271,10 +271,10 @@ TEXT ·i2DotAVX2(SB), NOSPLIT, $0-28
 	MOVQ q+8(FP), DI
 	MOVQ nb+16(FP), CX
 	MOVL $0x03030303, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	MOVL $0x00010001, AX
-	MOVD AX, X14
+	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
 	VPXOR Y13, Y13, Y13
 	TESTQ CX, CX
@@ -326,9 +326,186 @@ i2done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	VZEROUPPER
 	MOVL AX, ret+24(FP)
+	RET
+
+// I2_HALF_AVX2 accumulates one 32-byte half of a 64-byte I2 block (codes
+// in Y4) against its 128 activations at off(DI): fields 0 and 2 (masked
+// in place with 0x03, after a 4-bit shift for field 2) into the int16
+// sums acc1, fields 1 and 3 (masked with 0x0c, so 4·code) into acc4, which
+// thus holds 4·Σ code·q. One shift per half instead of three: 13 ops per
+// 32 bytes.
+#define I2_HALF_AVX2(off, acc1, acc4) \
+	VPAND Y15, Y4, Y5; \
+	VPMADDUBSW off(DI), Y5, Y5; \
+	VPADDW Y5, acc1, acc1; \
+	VPAND Y14, Y4, Y6; \
+	VPMADDUBSW off+32(DI), Y6, Y6; \
+	VPADDW Y6, acc4, acc4; \
+	VPSRLW $4, Y4, Y4; \
+	VPAND Y15, Y4, Y5; \
+	VPMADDUBSW off+64(DI), Y5, Y5; \
+	VPADDW Y5, acc1, acc1; \
+	VPAND Y14, Y4, Y6; \
+	VPMADDUBSW off+96(DI), Y6, Y6; \
+	VPADDW Y6, acc4, acc4
+
+// func i2RowsScaledAVX2(rows *byte, q *int8, nb int, n int, total int32, xs float32, scale *float32, out *float32)
+// n consecutive plain I2 rows against one activation row (decode), one row
+// at a time so the weights are one sequential stream: out[r] =
+// float32(Σ code·q − total) · scale[r] · xs, rounded as the Go expression
+// is. The int16 sums take at most 8 blocks before widening: a ×4 lane
+// gains ≤ 2·(2·2·4·127) = 4064 a block, and 8·4064 < 32768. Four int16
+// sums (two per half) keep the add chains short.
+TEXT ·i2RowsScaledAVX2(SB), NOSPLIT, $0-56
+	MOVQ rows+0(FP), SI
+	MOVQ q+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ n+24(FP), R13
+	MOVQ scale+40(FP), R14
+	MOVQ out+48(FP), DX
+	TESTQ R13, R13
+	JEQ arsend
+	TESTQ R12, R12
+	JEQ arsend
+	MOVL $0x03030303, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x0c0c0c0c, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL total+32(FP), AX
+	VMOVD AX, X11
+	VMOVSS xs+36(FP), X10
+
+arsrow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VPXOR Y9, Y9, Y9
+	VPXOR Y8, Y8, Y8
+arschunk:
+	MOVQ CX, BX
+	CMPQ BX, $8
+	JLE arsfit
+	MOVQ $8, BX
+arsfit:
+	SUBQ BX, CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+arsblock:
+	VMOVDQU (SI), Y4
+	I2_HALF_AVX2(0, Y0, Y1)
+	VMOVDQU 32(SI), Y4
+	I2_HALF_AVX2(128, Y2, Y3)
+	ADDQ $64, SI
+	ADDQ $256, DI
+	DECQ BX
+	JNE arsblock
+	VPMADDWD Y13, Y0, Y0
+	VPMADDWD Y13, Y1, Y1
+	VPMADDWD Y13, Y2, Y2
+	VPMADDWD Y13, Y3, Y3
+	VPADDD Y2, Y0, Y0
+	VPADDD Y3, Y1, Y1
+	VPADDD Y0, Y9, Y9
+	VPADDD Y1, Y8, Y8
+	TESTQ CX, CX
+	JNE arschunk
+	VPSRAD $2, Y8, Y8 // exact: every term is 4·code·q
+	VPADDD Y8, Y9, Y9
+	VEXTRACTI128 $1, Y9, X0
+	VPADDD X9, X0, X0
+	VPSHUFD $0x4E, X0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0xB1, X0, X1
+	VPADDD X1, X0, X0
+	VPSUBD X11, X0, X0
+	VCVTDQ2PS X0, X0
+	VMULSS (R14), X0, X0
+	VMULSS X10, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ $4, DX
+	ADDQ $4, R14
+	DECQ R13
+	JNE arsrow
+arsend:
+	VZEROUPPER
+	RET
+
+// func q8RowsAVX2(w *int8, x *int8, stride int, n32 int, nrows int, out *int32)
+// out[r] = Σ w[r·stride+i]·x[i] over the first n32 bytes (a multiple of
+// 32) of each of nrows rows, one row at a time (one sequential stream, as
+// q8RowsVNNI). The sign trick of q8DotAVX2; two int32 sums per row.
+TEXT ·q8RowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), R11
+	MOVQ stride+16(FP), R12
+	MOVQ n32+24(FP), R13
+	MOVQ nrows+32(FP), R14
+	MOVQ out+40(FP), DX
+	SHRQ $5, R13
+	TESTQ R14, R14
+	JEQ qrend
+	MOVL $0x00010001, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+
+qrrow:
+	MOVQ SI, R8
+	MOVQ R11, DI
+	MOVQ R13, CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y6, Y6, Y6
+	SHRQ $1, CX
+	JEQ qrodd
+qrloop:
+	VMOVDQU (DI), Y2
+	VPSIGNB (R8), Y2, Y3
+	VPABSB (R8), Y4
+	VPMADDUBSW Y3, Y4, Y5
+	VPMADDWD Y14, Y5, Y5
+	VPADDD Y5, Y0, Y0
+	VMOVDQU 32(DI), Y2
+	VPSIGNB 32(R8), Y2, Y3
+	VPABSB 32(R8), Y4
+	VPMADDUBSW Y3, Y4, Y5
+	VPMADDWD Y14, Y5, Y5
+	VPADDD Y5, Y6, Y6
+	ADDQ $64, R8
+	ADDQ $64, DI
+	DECQ CX
+	JNE qrloop
+qrodd:
+	TESTQ $1, R13
+	JEQ qrsum
+	VMOVDQU (DI), Y2
+	VPSIGNB (R8), Y2, Y3
+	VPABSB (R8), Y4
+	VPMADDUBSW Y3, Y4, Y5
+	VPMADDWD Y14, Y5, Y5
+	VPADDD Y5, Y0, Y0
+qrsum:
+	VPADDD Y6, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0x4E, X0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0xB1, X0, X1
+	VPADDD X1, X0, X0
+	VMOVD X0, (DX)
+	ADDQ R12, SI
+	ADDQ $4, DX
+	DECQ R14
+	JNE qrrow
+qrend:
+	VZEROUPPER
 	RET
 
 // func q8DotAVX2(w *int8, x *int8, n int) int32   (n a multiple of 32)
@@ -340,7 +517,7 @@ TEXT ·q8DotAVX2(SB), NOSPLIT, $0-28
 	MOVQ x+8(FP), DI
 	MOVQ n+16(FP), CX
 	MOVL $0x00010001, AX
-	MOVD AX, X14
+	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
 	VPXOR Y0, Y0, Y0
 	VPXOR Y6, Y6, Y6
@@ -387,7 +564,7 @@ q8sum:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	VZEROUPPER
 	MOVL AX, ret+24(FP)
 	RET
@@ -405,10 +582,10 @@ TEXT ·i2Dot4AVX2(SB), NOSPLIT, $0-40
 	LEAQ (R8)(BX*1), R9
 	LEAQ (R9)(BX*1), R10
 	MOVL $0x03030303, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	MOVL $0x00010001, AX
-	MOVD AX, X14
+	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
 	VPXOR Y8, Y8, Y8
 	VPXOR Y9, Y9, Y9
@@ -523,7 +700,7 @@ i4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 0(DX)
 	VEXTRACTI128 $1, Y9, X1
 	VPADDD X1, X9, X0
@@ -531,7 +708,7 @@ i4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 4(DX)
 	VEXTRACTI128 $1, Y10, X1
 	VPADDD X1, X10, X0
@@ -539,7 +716,7 @@ i4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 8(DX)
 	VEXTRACTI128 $1, Y11, X1
 	VPADDD X1, X11, X0
@@ -547,7 +724,7 @@ i4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 12(DX)
 	VZEROUPPER
 	RET
@@ -562,10 +739,10 @@ TEXT ·i2DotAVX512(SB), NOSPLIT, $0-28
 	MOVQ qp+8(FP), DI
 	MOVQ nb+16(FP), CX
 	MOVL $0x03030303, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Z15
 	MOVL $0x00010001, AX
-	MOVD AX, X14
+	VMOVD AX, X14
 	VPBROADCASTD X14, Z14
 	VPXORQ Z13, Z13, Z13
 	TESTQ CX, CX
@@ -601,7 +778,7 @@ z1done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	VZEROUPPER
 	MOVL AX, ret+24(FP)
 	RET
@@ -617,10 +794,10 @@ TEXT ·i2Dot4AVX512(SB), NOSPLIT, $0-40
 	LEAQ (R8)(BX*1), R9
 	LEAQ (R9)(BX*1), R10
 	MOVL $0x03030303, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Z15
 	MOVL $0x00010001, AX
-	MOVD AX, X14
+	VMOVD AX, X14
 	VPBROADCASTD X14, Z14
 	VPXORQ Z8, Z8, Z8
 	VPXORQ Z9, Z9, Z9
@@ -689,7 +866,7 @@ z4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 0(DX)
 	VEXTRACTI64X4 $1, Z9, Y1
 	VPADDD Y1, Y9, Y0
@@ -699,7 +876,7 @@ z4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 4(DX)
 	VEXTRACTI64X4 $1, Z10, Y1
 	VPADDD Y1, Y10, Y0
@@ -709,7 +886,7 @@ z4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 8(DX)
 	VEXTRACTI64X4 $1, Z11, Y1
 	VPADDD Y1, Y11, Y0
@@ -719,7 +896,7 @@ z4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 12(DX)
 	VZEROUPPER
 	RET
@@ -735,7 +912,7 @@ TEXT ·i2DotVNNI(SB), NOSPLIT, $0-36
 	MOVQ nb+16(FP), CX
 	MOVQ blk+24(FP), R8
 	MOVL $0x03030303, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Z15
 	VPXORQ Z13, Z13, Z13
 	VPXORQ Z12, Z12, Z12
@@ -768,7 +945,7 @@ v1done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	VZEROUPPER
 	MOVL AX, ret+32(FP)
 	RET
@@ -786,7 +963,7 @@ TEXT ·i2Dot4VNNI(SB), NOSPLIT, $0-48
 	LEAQ (R8)(BX*1), R9
 	LEAQ (R9)(BX*1), R10
 	MOVL $0x03030303, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Z15
 	VPXORQ Z8, Z8, Z8
 	VPXORQ Z9, Z9, Z9
@@ -835,7 +1012,7 @@ v4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 0(DX)
 	VEXTRACTI64X4 $1, Z9, Y1
 	VPADDD Y1, Y9, Y0
@@ -845,7 +1022,7 @@ v4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 4(DX)
 	VEXTRACTI64X4 $1, Z10, Y1
 	VPADDD Y1, Y10, Y0
@@ -855,7 +1032,7 @@ v4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 8(DX)
 	VEXTRACTI64X4 $1, Z11, Y1
 	VPADDD Y1, Y11, Y0
@@ -865,7 +1042,7 @@ v4done:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, 12(DX)
 	VZEROUPPER
 	RET
@@ -909,7 +1086,7 @@ qvsum:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	VZEROUPPER
 	MOVL AX, ret+24(FP)
 	RET
@@ -1018,7 +1195,7 @@ vsoblock:
 	VCVTDQ2PS X0, X0
 	VMULSS (R14), X0, X0
 	VMULSS X3, X0, X0
-	MOVSS X0, (DX)
+	VMOVSS X0, (DX)
 	ADDQ $4, DX
 	ADDQ $4, R14
 	DECQ R13
@@ -1088,7 +1265,7 @@ qrsum:
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	MOVD X0, AX
+	VMOVD X0, AX
 	MOVL AX, (DX)
 	ADDQ $4, DX
 	ADDQ BX, SI
@@ -1134,7 +1311,7 @@ amsum:
 	VPERMILPS $0xB1, X0, X1
 	VMAXPS X1, X0, X0
 	VZEROUPPER
-	MOVSS X0, ret+16(FP)
+	VMOVSS X0, ret+16(FP)
 	RET
 
 // func quantBlocksAVX512(x *float32, nb int, inv float32, q *int8, qp *int8, bsum *int32)
@@ -1204,7 +1381,7 @@ qbblock:
 	VPADDD X11, X10, X10
 	VPSHUFD $0xB1, X10, X11
 	VPADDD X11, X10, X10
-	MOVD X10, AX
+	VMOVD X10, AX
 	MOVL AX, (DX)
 	ADDQ $1024, SI
 	ADDQ $256, DI
@@ -1361,7 +1538,7 @@ asloop:
 	VPERMILPS $0xB1, X0, X1
 	VADDPS X1, X0, X0
 	VMULSS X15, X0, X0
-	MOVSS X0, (DX)
+	VMOVSS X0, (DX)
 	ADDQ BX, DI
 	ADDQ $4, DX
 	DECQ CX
@@ -1627,7 +1804,7 @@ mxsum:
 	VPERMILPS $0xB1, X0, X1
 	VMAXPS X1, X0, X0
 	VZEROUPPER
-	MOVSS X0, ret+16(FP)
+	VMOVSS X0, ret+16(FP)
 	RET
 
 // func expSubSumAVX512(x *float32, n int, mx float32) float32   (n a multiple of 16)
@@ -1697,7 +1874,7 @@ exdone:
 	VPERMILPS $0xB1, X0, X1
 	VADDPS X1, X0, X0
 	VZEROUPPER
-	MOVSS X0, ret+24(FP)
+	VMOVSS X0, ret+24(FP)
 	RET
 
 // func sumSquaresAVX512(x *float32, n int) float64   (n a multiple of 16)
@@ -1726,7 +1903,7 @@ ssdone:
 	VPERMILPD $1, X0, X1
 	VADDSD X1, X0, X0
 	VZEROUPPER
-	MOVSD X0, ret+16(FP)
+	VMOVSD X0, ret+16(FP)
 	RET
 
 // func scaleMulAVX512(dst, x, w *float32, n int, inv float32)   (n a multiple of 16)

@@ -5,7 +5,10 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -48,22 +51,41 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 		}
 		a.quantize()
 		if i2RowsScaled != nil {
-			// 7 rows: one group of four and three single rows.
+			// 7 rows: one group of four and three single rows. Then
+			// the extremes the int16 sums of the AVX2 kernel must hold:
+			// every code 2 (0xaa) against ±127.
 			rows := make([]byte, 7*len(row))
 			for i := range rows {
 				rows[i] = byte(rng.IntN(256))
 			}
-			{ // decode's fused epilogue
+			for _, extreme := range []bool{false, true} {
+				b := &acts{}
+				b.reset(1, k)
+				copy(b.f, a.f[:k])
+				b.quantize()
+				if extreme {
+					for i := range rows {
+						rows[i] = 0xaa
+					}
+					sign := int8(1 - 2*(nb%2))
+					for i := range b.q {
+						b.q[i] = 127 * sign
+					}
+					if i2Permuted {
+						permuteI2(b.qp, b.q)
+					}
+					b.total[0] = int32(k) * 127 * int32(sign)
+				}
 				scale := make([]float32, 7)
 				for r := range scale {
 					scale[r] = float32(rng.Float64() + 0.01)
 				}
 				got := make([]float32, 7)
-				i2RowsScaled(rows, a.i2q()[:k], a.total[0], a.scale[0], scale, got)
+				i2RowsScaled(rows, b.i2q()[:k], b.total[0], b.scale[0], scale, got)
 				for r := range 7 {
-					want := float32(i2DotGo(rows[r*len(row):(r+1)*len(row)], a.q[:k], a.total[0])) * scale[r] * a.scale[0]
+					want := float32(i2DotGo(rows[r*len(row):(r+1)*len(row)], b.q[:k], b.total[0])) * scale[r] * b.scale[0]
 					if got[r] != want {
-						t.Fatalf("i2RowsScaled nb %d row %d: %v, want %v", nb, r, got[r], want)
+						t.Fatalf("i2RowsScaled nb %d extreme %v row %d: %v, want %v", nb, extreme, r, got[r], want)
 					}
 				}
 			}
@@ -244,6 +266,31 @@ func TestRelu2MulKernel(t *testing.T) {
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("n %d, g[%d] = %v: %v, want %v", n, i, g[i], got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestKernelsUseOnlyVEX: a legacy-SSE instruction on an X register inside
+// the AVX kernels (MOVD AX, X15 rather than VMOVD) cost ~120 ns per call
+// on the 2-core Zen 3 VM — an SSE/AVX state transition — which made the
+// per-row I2 kernel 3× slower than its loop. The assembler encodes
+// whatever it is given, so the file is checked here.
+func TestKernelsUseOnlyVEX(t *testing.T) {
+	src, err := os.ReadFile("kernels_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := regexp.MustCompile(`\b[XYZ]([0-9]|[12][0-9]|3[01])\b`)
+	for i, line := range strings.Split(string(src), "\n") {
+		code, _, _ := strings.Cut(line, "//")
+		for _, ins := range strings.Split(code, ";") {
+			f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(ins), `\`))
+			if len(f) < 2 || strings.HasPrefix(f[0], "V") || strings.HasPrefix(f[0], "#") || strings.HasSuffix(f[0], ":") || strings.Contains(f[0], "(") {
+				continue
+			}
+			if reg.MatchString(strings.Join(f[1:], " ")) {
+				t.Errorf("kernels_amd64.s:%d: %s is legacy SSE; use its VEX form (V%s)", i+1, strings.TrimSpace(ins), f[0])
 			}
 		}
 	}
