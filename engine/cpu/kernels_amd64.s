@@ -332,34 +332,82 @@ i2done:
 	RET
 
 // I2_HALF_AVX2 accumulates one 32-byte half of a 64-byte I2 block (codes
-// in Y4) against its 128 activations at off(DI): fields 0 and 2 (masked
-// in place with 0x03, after a 4-bit shift for field 2) into the int16
-// sums acc1, fields 1 and 3 (masked with 0x0c, so 4·code) into acc4, which
-// thus holds 4·Σ code·q. One shift per half instead of three: 13 ops per
+// in Y6) against its 128 activations at off(DI). Fields 0 and 2 (masked in
+// place with 0x03, field 2 after a 4-bit shift) go to the int16 sums acc1;
+// fields 1 and 3 (masked with 0x0c, so 4·code) to acc4a and acc4b, which
+// thus hold 4·Σ code·q. One shift per half instead of three: 13 ops per
 // 32 bytes.
-#define I2_HALF_AVX2(off, acc1, acc4) \
-	VPAND Y15, Y4, Y5; \
-	VPMADDUBSW off(DI), Y5, Y5; \
-	VPADDW Y5, acc1, acc1; \
-	VPAND Y14, Y4, Y6; \
-	VPMADDUBSW off+32(DI), Y6, Y6; \
-	VPADDW Y6, acc4, acc4; \
-	VPSRLW $4, Y4, Y4; \
-	VPAND Y15, Y4, Y5; \
-	VPMADDUBSW off+64(DI), Y5, Y5; \
-	VPADDW Y5, acc1, acc1; \
-	VPAND Y14, Y4, Y6; \
-	VPMADDUBSW off+96(DI), Y6, Y6; \
-	VPADDW Y6, acc4, acc4
+#define I2_HALF_AVX2(off, acc1, acc4a, acc4b) \
+	VPAND Y15, Y6, Y7; \
+	VPMADDUBSW off(DI), Y7, Y7; \
+	VPADDW Y7, acc1, acc1; \
+	VPAND Y14, Y6, Y8; \
+	VPMADDUBSW off+32(DI), Y8, Y8; \
+	VPADDW Y8, acc4a, acc4a; \
+	VPSRLW $4, Y6, Y6; \
+	VPAND Y15, Y6, Y7; \
+	VPMADDUBSW off+64(DI), Y7, Y7; \
+	VPADDW Y7, acc1, acc1; \
+	VPAND Y14, Y6, Y8; \
+	VPMADDUBSW off+96(DI), Y8, Y8; \
+	VPADDW Y8, acc4b, acc4b
+
+// I2_ROW_AVX2 leaves Σ code·q of the row at SI (nb = R12 blocks, advancing
+// SI past it) against the activations at R11 in Y9's eight int32 lanes.
+// Chunks of up to 16 blocks: a pair product is at most 2·2·127 = 508 (×4
+// for the 0x0c fields), so acc1 (two per block) stays ≤ 16·1016 and each
+// acc4 ≤ 16·2032; at the chunk's end acc1 + acc4a/4 + acc4b/4 ≤ 32512
+// fits int16 (the shifts are exact: each term is 4·code·q) and is
+// widened once. BitNet-2B's 2560-wide rows are one chunk.
+#define I2_ROW_AVX2(chunk, fit, block) \
+	MOVQ R11, DI; \
+	MOVQ R12, CX; \
+	VPXOR Y9, Y9, Y9; \
+chunk: \
+	MOVQ CX, BX; \
+	CMPQ BX, $16; \
+	JLE fit; \
+	MOVQ $16, BX; \
+fit: \
+	SUBQ BX, CX; \
+	VPXOR Y0, Y0, Y0; \
+	VPXOR Y1, Y1, Y1; \
+	VPXOR Y2, Y2, Y2; \
+	VPXOR Y3, Y3, Y3; \
+	VPXOR Y4, Y4, Y4; \
+	VPXOR Y5, Y5, Y5; \
+block: \
+	VMOVDQU (SI), Y6; \
+	I2_HALF_AVX2(0, Y0, Y1, Y2); \
+	VMOVDQU 32(SI), Y6; \
+	I2_HALF_AVX2(128, Y3, Y4, Y5); \
+	ADDQ $64, SI; \
+	ADDQ $256, DI; \
+	DECQ BX; \
+	JNE block; \
+	VPSRAW $2, Y1, Y1; \
+	VPSRAW $2, Y2, Y2; \
+	VPSRAW $2, Y4, Y4; \
+	VPSRAW $2, Y5, Y5; \
+	VPADDW Y1, Y0, Y0; \
+	VPADDW Y2, Y0, Y0; \
+	VPADDW Y4, Y3, Y3; \
+	VPADDW Y5, Y3, Y3; \
+	VPMADDWD Y13, Y0, Y0; \
+	VPMADDWD Y13, Y3, Y3; \
+	VPADDD Y0, Y9, Y9; \
+	VPADDD Y3, Y9, Y9; \
+	TESTQ CX, CX; \
+	JNE chunk
 
 // func i2RowsScaledAVX2(rows *byte, q *int8, nb int, n int, total int32, xs float32, scale *float32, out *float32)
 // n consecutive plain I2 rows against one activation row (decode), one row
 // at a time so the weights are one sequential stream: out[r] =
 // float32(Σ code·q − total) · scale[r] · xs, rounded as the Go expression
-// is. The int16 sums take at most 8 blocks before widening: a ×4 lane
-// gains ≤ 2·(2·2·4·127) = 4064 a block, and 8·4064 < 32768. Four int16
-// sums (two per half) keep the add chains short.
-TEXT ·i2RowsScaledAVX2(SB), NOSPLIT, $0-56
+// is. Four rows' lane sums wait on the stack and are reduced and scaled
+// together (three VPHADDD, one vector multiply per factor); the last n%4
+// rows are finished one by one.
+TEXT ·i2RowsScaledAVX2(SB), NOSPLIT, $128-56
 	MOVQ rows+0(FP), SI
 	MOVQ q+8(FP), R11
 	MOVQ nb+16(FP), R12
@@ -379,62 +427,60 @@ TEXT ·i2RowsScaledAVX2(SB), NOSPLIT, $0-56
 	MOVL $0x00010001, AX
 	VMOVD AX, X13
 	VPBROADCASTD X13, Y13
-	MOVL total+32(FP), AX
-	VMOVD AX, X11
-	VMOVSS xs+36(FP), X10
+	CMPQ R13, $4
+	JLT arsone
 
-arsrow:
-	MOVQ R11, DI
-	MOVQ R12, CX
-	VPXOR Y9, Y9, Y9
-	VPXOR Y8, Y8, Y8
-arschunk:
-	MOVQ CX, BX
-	CMPQ BX, $8
-	JLE arsfit
-	MOVQ $8, BX
-arsfit:
-	SUBQ BX, CX
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-arsblock:
-	VMOVDQU (SI), Y4
-	I2_HALF_AVX2(0, Y0, Y1)
-	VMOVDQU 32(SI), Y4
-	I2_HALF_AVX2(128, Y2, Y3)
-	ADDQ $64, SI
-	ADDQ $256, DI
-	DECQ BX
-	JNE arsblock
-	VPMADDWD Y13, Y0, Y0
-	VPMADDWD Y13, Y1, Y1
-	VPMADDWD Y13, Y2, Y2
-	VPMADDWD Y13, Y3, Y3
-	VPADDD Y2, Y0, Y0
-	VPADDD Y3, Y1, Y1
-	VPADDD Y0, Y9, Y9
-	VPADDD Y1, Y8, Y8
-	TESTQ CX, CX
-	JNE arschunk
-	VPSRAD $2, Y8, Y8 // exact: every term is 4·code·q
-	VPADDD Y8, Y9, Y9
+arsquad:
+	MOVQ $0, R8
+arsquadrow:
+	I2_ROW_AVX2(arsqchunk, arsqfit, arsqblock)
+	VMOVDQU Y9, 0(SP)(R8*1)
+	ADDQ $32, R8
+	CMPQ R8, $128
+	JNE arsquadrow
+	VMOVDQU 0(SP), Y0
+	VPHADDD 32(SP), Y0, Y0
+	VMOVDQU 64(SP), Y1
+	VPHADDD 96(SP), Y1, Y1
+	VPHADDD Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	MOVL total+32(FP), AX
+	VMOVD AX, X1
+	VPBROADCASTD X1, X1
+	VBROADCASTSS xs+36(FP), X2
+	VPSUBD X1, X0, X0
+	VCVTDQ2PS X0, X0
+	VMULPS (R14), X0, X0
+	VMULPS X2, X0, X0
+	VMOVUPS X0, (DX)
+	ADDQ $16, DX
+	ADDQ $16, R14
+	SUBQ $4, R13
+	CMPQ R13, $4
+	JGE arsquad
+	TESTQ R13, R13
+	JEQ arsend
+
+arsone:
+	I2_ROW_AVX2(arsochunk, arsofit, arsoblock)
 	VEXTRACTI128 $1, Y9, X0
 	VPADDD X9, X0, X0
 	VPSHUFD $0x4E, X0, X1
 	VPADDD X1, X0, X0
 	VPSHUFD $0xB1, X0, X1
 	VPADDD X1, X0, X0
-	VPSUBD X11, X0, X0
+	MOVL total+32(FP), AX
+	VMOVD AX, X1
+	VPSUBD X1, X0, X0
 	VCVTDQ2PS X0, X0
 	VMULSS (R14), X0, X0
-	VMULSS X10, X0, X0
+	VMULSS xs+36(FP), X0, X0
 	VMOVSS X0, (DX)
 	ADDQ $4, DX
 	ADDQ $4, R14
 	DECQ R13
-	JNE arsrow
+	JNE arsone
 arsend:
 	VZEROUPPER
 	RET
