@@ -91,6 +91,9 @@ func q8DotAVX2(w *int8, x *int8, n int) int32
 func i2RowsScaledAVX2(rows *byte, q *int8, nb int, n int, total int32, xs float32, scale *float32, out *float32)
 
 //go:noescape
+func i2Dot4x2AVX2(row *byte, stride int, q *int8, k int, nb int, out *int32)
+
+//go:noescape
 func q8RowsAVX2(w *int8, x *int8, stride int, n32 int, nrows int, out *int32)
 
 //go:noescape
@@ -122,6 +125,20 @@ func init() {
 		_ = scale[len(out)-1]
 		i2RowsScaledAVX2(unsafe.SliceData(rows), unsafe.SliceData(q), nb, len(out), total, xs, unsafe.SliceData(scale), unsafe.SliceData(out))
 	}
+	i2Dot4x2 = func(rows []byte, stride int, q []int8, k int, totals []int32, out *[8]int32) {
+		nb := k / 256
+		_ = rows[stride+nb*i2Block-1]
+		_ = q[3*k+nb*256-1]
+		_ = totals[3]
+		if nb > 0 {
+			i2Dot4x2AVX2(unsafe.SliceData(rows), stride, unsafe.SliceData(q), k, nb, &out[0])
+		} else {
+			*out = [8]int32{}
+		}
+		for t := range 8 {
+			out[t] -= totals[t%4]
+		}
+	}
 	q8Rows = func(w []int8, k int, x []int8, out []int32) {
 		if len(out) == 0 {
 			return
@@ -139,7 +156,7 @@ func init() {
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && os.Getenv("EDGECTL_NO_AVX512") != "1" {
 		kernelName = "avx512"
 		i2Permuted = true
-		i2RowsScaled = nil // the AVX2 one reads q unpermuted
+		i2RowsScaled, i2Dot4x2 = nil, nil // the AVX2 ones read q unpermuted
 		attnScores = func(q, k []float32, stride, n int, scale float32, out []float32) {
 			if n == 0 {
 				return

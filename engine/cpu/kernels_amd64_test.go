@@ -90,6 +90,40 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 				}
 			}
 		}
+		if i2Dot4x2 != nil { // prefill's two-row kernel, then at the int16 extremes
+			rows := make([]byte, 2*len(row))
+			for i := range rows {
+				rows[i] = byte(rng.IntN(256))
+			}
+			b := &acts{}
+			b.reset(4, k)
+			copy(b.f, a.f)
+			b.quantize()
+			for _, extreme := range []bool{false, true} {
+				if extreme {
+					for i := range rows {
+						rows[i] = 0xaa
+					}
+					for tk := range 4 {
+						sign := int8(1 - 2*(tk%2))
+						for i := range k {
+							b.q[tk*k+i] = 127 * sign
+						}
+						b.total[tk] = int32(k) * 127 * int32(sign)
+					}
+				}
+				var eight [8]int32
+				i2Dot4x2(rows, len(row), b.q, k, b.total, &eight)
+				for tk := range 4 {
+					for r := range 2 {
+						want := i2DotGo(rows[r*len(row):(r+1)*len(row)], b.q[tk*k:(tk+1)*k], b.total[tk])
+						if eight[4*r+tk] != want {
+							t.Fatalf("i2Dot4x2 nb %d extreme %v row %d token %d: %d, want %d", nb, extreme, r, tk, eight[4*r+tk], want)
+						}
+					}
+				}
+			}
+		}
 		var four [4]int32
 		i2Dot4(row, a.i2q(), k, a.total, &four)
 		for tk := range 4 {

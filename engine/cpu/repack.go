@@ -50,6 +50,10 @@ func permuteI2(dst, src []int8) {
 // version; callers loop over i2Dot).
 var i2Dot4 func(row []byte, q []int8, k int, totals []int32, out *[4]int32)
 
+// i2Dot4x2, when set, is i2Dot4 for two plain I2 rows stride bytes apart
+// (out[0:4] the first row's, out[4:8] the second's); prefill prefers it.
+var i2Dot4x2 func(rows []byte, stride int, q []int8, k int, totals []int32, out *[8]int32)
+
 // The "I2x4" layout is I2 with each group of four rows interleaved block
 // by block: row 0's block 0, row 1's block 0, …, row 3's block 0, row 0's
 // block 1, … A kernel that multiplies four rows at once (sharing each

@@ -331,7 +331,28 @@ func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
 		dot, dot4 = i2x4Dot, i2x4Dot4
 	}
 	var sums [4]int32
-	for r := r0; r < r1; r++ {
+	r := r0
+	if l.kind == "I2" && i2Dot4x2 != nil {
+		var s8 [8]int32
+		for ; r+2 <= r1; r += 2 {
+			rows := l.data[r*l.rowBytes : (r+2)*l.rowBytes]
+			sa, sb := l.rowScale[r], l.rowScale[r+1]
+			t := 0
+			for ; t+4 <= a.n; t += 4 {
+				i2Dot4x2(rows, l.rowBytes, aq[t*k:], k, a.total[t:t+4], &s8)
+				for i := range 4 {
+					out[(t+i)*ldo+r] = float32(s8[i]) * sa * a.scale[t+i]
+					out[(t+i)*ldo+r+1] = float32(s8[4+i]) * sb * a.scale[t+i]
+				}
+			}
+			for ; t < a.n; t++ {
+				q := aq[t*k : (t+1)*k]
+				out[t*ldo+r] = float32(dot(rows[:l.rowBytes], q, a.total[t])) * sa * a.scale[t]
+				out[t*ldo+r+1] = float32(dot(rows[l.rowBytes:], q, a.total[t])) * sb * a.scale[t]
+			}
+		}
+	}
+	for ; r < r1; r++ {
 		row := l.i2Row(r)
 		sc := l.rowScale[r]
 		t := 0
