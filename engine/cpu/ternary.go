@@ -333,22 +333,34 @@ func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
 	var sums [4]int32
 	r := r0
 	if l.kind == "I2" && i2Dot4x2 != nil {
+		// Tiles of rows: each group of four tokens' activations (10 KiB
+		// at K = 2560) stays in L1 while it meets the tile's rows, which
+		// come from L2; row by row, every token group was reloaded from
+		// L2 for each pair of rows.
+		const tile = 32
 		var s8 [8]int32
-		for ; r+2 <= r1; r += 2 {
-			rows := l.data[r*l.rowBytes : (r+2)*l.rowBytes]
-			sa, sb := l.rowScale[r], l.rowScale[r+1]
+		for ; r+2 <= r1; r += tile {
+			te := r + min(tile, (r1-r)&^1)
 			t := 0
 			for ; t+4 <= a.n; t += 4 {
-				i2Dot4x2(rows, l.rowBytes, aq[t*k:], k, a.total[t:t+4], &s8)
-				for i := range 4 {
-					out[(t+i)*ldo+r] = float32(s8[i]) * sa * a.scale[t+i]
-					out[(t+i)*ldo+r+1] = float32(s8[4+i]) * sb * a.scale[t+i]
+				for i := r; i < te; i += 2 {
+					i2Dot4x2(l.data[i*l.rowBytes:(i+2)*l.rowBytes], l.rowBytes, aq[t*k:], k, a.total[t:t+4], &s8)
+					sa, sb := l.rowScale[i], l.rowScale[i+1]
+					for j := range 4 {
+						out[(t+j)*ldo+i] = float32(s8[j]) * sa * a.scale[t+j]
+						out[(t+j)*ldo+i+1] = float32(s8[4+j]) * sb * a.scale[t+j]
+					}
 				}
 			}
 			for ; t < a.n; t++ {
 				q := aq[t*k : (t+1)*k]
-				out[t*ldo+r] = float32(dot(rows[:l.rowBytes], q, a.total[t])) * sa * a.scale[t]
-				out[t*ldo+r+1] = float32(dot(rows[l.rowBytes:], q, a.total[t])) * sb * a.scale[t]
+				for i := r; i < te; i++ {
+					out[t*ldo+i] = float32(dot(l.data[i*l.rowBytes:(i+1)*l.rowBytes], q, a.total[t])) * l.rowScale[i] * a.scale[t]
+				}
+			}
+			if te-r < tile {
+				r = te
+				break
 			}
 		}
 	}
