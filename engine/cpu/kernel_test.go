@@ -145,7 +145,7 @@ func must(t testing.TB, err error) {
 // products are checked over whole and partial row ranges (a range not on
 // a group boundary takes the portable path).
 func TestRepackedKernelsExact(t *testing.T) {
-	for _, rows := range []int{19, 20, 71} { // 71: two 32-row prefill tiles and an odd rest
+	for _, rows := range []int{19, 20, 71, 72} { // 71, 72: two 32-row prefill tiles and a rest (plain I2 pairs, I2x4 groups)
 		testRepackedKernelsExact(t, rows)
 	}
 }

@@ -37,6 +37,9 @@ func i2DotVNNI(row *byte, qp *int8, nb int, blk int) int32
 func i2Dot4VNNI(row *byte, qp *int8, k int, nb int, blk int, out *int32)
 
 //go:noescape
+func i2x4Dot4x4VNNI(group *byte, qp *int8, k int, nb int, out *int32)
+
+//go:noescape
 func q8DotVNNI(w *int8, xu *byte, n int) int32
 
 //go:noescape
@@ -301,6 +304,20 @@ func init() {
 			}
 			i2x4Dot = i2DotKernel(i2DotVNNI, 4*i2Block)
 			i2x4Dot4 = i2Dot4Kernel(i2Dot4VNNI, 4*i2Block)
+			i2x4Dot4x4 = func(group []byte, q []int8, k int, totals []int32, out *[16]int32) {
+				nb := k / 256
+				_ = totals[3]
+				if nb > 0 {
+					_ = group[nb*4*i2Block-1]
+					_ = q[3*k+nb*256-1]
+					i2x4Dot4x4VNNI(unsafe.SliceData(group), unsafe.SliceData(q), k, nb, &out[0])
+				} else {
+					*out = [16]int32{}
+				}
+				for i := range out {
+					out[i] -= totals[i%4]
+				}
+			}
 		}
 	}
 	q8Dot = func(w, x []int8) int32 {

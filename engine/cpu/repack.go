@@ -73,6 +73,9 @@ var (
 	// starting at its first block.
 	i2x4Dot  func(row []byte, q []int8, total int32) int32
 	i2x4Dot4 func(row []byte, q []int8, k int, totals []int32, out *[4]int32)
+	// i2x4Dot4x4, when set, is i2x4Dot4 for a whole group of four rows
+	// (out[4r+t] for row r, token t); prefill prefers it.
+	i2x4Dot4x4 func(group []byte, q []int8, k int, totals []int32, out *[16]int32)
 )
 
 // i2Interleave says repack writes I2x4 (see above).

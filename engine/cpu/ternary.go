@@ -322,8 +322,89 @@ func newTernary(kind string, data []byte, rows, k int, scales []float32) *ternLi
 }
 
 // mulI2x4 is the prefill path of I2 and I2x4: four tokens per pass over
-// a row.
+// a row, or over two rows (I2) or a group of four (I2x4) where a kernel
+// for that is set.
 func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
+	switch {
+	case l.kind == "I2" && i2Dot4x2 != nil:
+		r0 = l.mulI2Pairs(out, ldo, a, r0, r1)
+	case l.kind == "I2x4" && i2x4Dot4x4 != nil && (r0+3)&^3 < r1&^3:
+		g0, g1 := (r0+3)&^3, r1&^3
+		l.mulI2Each(out, ldo, a, r0, g0)
+		l.mulI2x4Groups(out, ldo, a, g0, g1)
+		r0 = g1
+	}
+	l.mulI2Each(out, ldo, a, r0, r1)
+}
+
+// prefillTile is how many rows prefill takes through each group of four
+// tokens before the next group: the group's activations (10 KiB at
+// K = 2560) stay in L1 while they meet the tile's rows, which come from
+// L2; row by row, every token group was reloaded from L2 for each row.
+const prefillTile = 32
+
+// mulI2Pairs is mulI2x4 over rows [r0, r1) of plain I2, two rows per
+// kernel call (i2Dot4x2); it returns where it stopped (r1, or r1-1 for an
+// odd count).
+func (l *ternLinear) mulI2Pairs(out []float32, ldo int, a *acts, r0, r1 int) int {
+	k := a.k
+	aq := a.i2q()
+	var s8 [8]int32
+	r := r0
+	for ; r+2 <= r1; r += prefillTile {
+		te := r + min(prefillTile, (r1-r)&^1)
+		t := 0
+		for ; t+4 <= a.n; t += 4 {
+			for i := r; i < te; i += 2 {
+				i2Dot4x2(l.data[i*l.rowBytes:(i+2)*l.rowBytes], l.rowBytes, aq[t*k:], k, a.total[t:t+4], &s8)
+				sa, sb := l.rowScale[i], l.rowScale[i+1]
+				for j := range 4 {
+					out[(t+j)*ldo+i] = float32(s8[j]) * sa * a.scale[t+j]
+					out[(t+j)*ldo+i+1] = float32(s8[4+j]) * sb * a.scale[t+j]
+				}
+			}
+		}
+		for ; t < a.n; t++ {
+			q := aq[t*k : (t+1)*k]
+			for i := r; i < te; i++ {
+				out[t*ldo+i] = float32(i2Dot(l.data[i*l.rowBytes:(i+1)*l.rowBytes], q, a.total[t])) * l.rowScale[i] * a.scale[t]
+			}
+		}
+		if te-r < prefillTile {
+			return te
+		}
+	}
+	return r
+}
+
+// mulI2x4Groups is mulI2x4 over whole I2x4 groups, rows [g0, g1) (both
+// multiples of four), one group and four tokens per kernel call.
+func (l *ternLinear) mulI2x4Groups(out []float32, ldo int, a *acts, g0, g1 int) {
+	k := a.k
+	aq := a.i2q()
+	var s [16]int32
+	for r := g0; r < g1; r += prefillTile {
+		te := min(r+prefillTile, g1)
+		t := 0
+		for ; t+4 <= a.n; t += 4 {
+			for g := r; g < te; g += 4 {
+				i2x4Dot4x4(l.data[g*l.rowBytes:(g+4)*l.rowBytes], aq[t*k:], k, a.total[t:t+4], &s)
+				for i, v := range s {
+					out[(t+i%4)*ldo+g+i/4] = float32(v) * l.rowScale[g+i/4] * a.scale[t+i%4]
+				}
+			}
+		}
+		for ; t < a.n; t++ {
+			q := aq[t*k : (t+1)*k]
+			for i := r; i < te; i++ {
+				out[t*ldo+i] = float32(i2x4Dot(l.i2Row(i), q, a.total[t])) * l.rowScale[i] * a.scale[t]
+			}
+		}
+	}
+}
+
+// mulI2Each is mulI2x4 one row at a time.
+func (l *ternLinear) mulI2Each(out []float32, ldo int, a *acts, r0, r1 int) {
 	k := a.k
 	aq := a.i2q()
 	dot, dot4 := i2Dot, i2Dot4
@@ -331,40 +412,7 @@ func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
 		dot, dot4 = i2x4Dot, i2x4Dot4
 	}
 	var sums [4]int32
-	r := r0
-	if l.kind == "I2" && i2Dot4x2 != nil {
-		// Tiles of rows: each group of four tokens' activations (10 KiB
-		// at K = 2560) stays in L1 while it meets the tile's rows, which
-		// come from L2; row by row, every token group was reloaded from
-		// L2 for each pair of rows.
-		const tile = 32
-		var s8 [8]int32
-		for ; r+2 <= r1; r += tile {
-			te := r + min(tile, (r1-r)&^1)
-			t := 0
-			for ; t+4 <= a.n; t += 4 {
-				for i := r; i < te; i += 2 {
-					i2Dot4x2(l.data[i*l.rowBytes:(i+2)*l.rowBytes], l.rowBytes, aq[t*k:], k, a.total[t:t+4], &s8)
-					sa, sb := l.rowScale[i], l.rowScale[i+1]
-					for j := range 4 {
-						out[(t+j)*ldo+i] = float32(s8[j]) * sa * a.scale[t+j]
-						out[(t+j)*ldo+i+1] = float32(s8[4+j]) * sb * a.scale[t+j]
-					}
-				}
-			}
-			for ; t < a.n; t++ {
-				q := aq[t*k : (t+1)*k]
-				for i := r; i < te; i++ {
-					out[t*ldo+i] = float32(dot(l.data[i*l.rowBytes:(i+1)*l.rowBytes], q, a.total[t])) * l.rowScale[i] * a.scale[t]
-				}
-			}
-			if te-r < tile {
-				r = te
-				break
-			}
-		}
-	}
-	for ; r < r1; r++ {
+	for r := r0; r < r1; r++ {
 		row := l.i2Row(r)
 		sc := l.rowScale[r]
 		t := 0
