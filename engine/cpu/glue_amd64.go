@@ -4,7 +4,6 @@ package cpu
 
 import (
 	"os"
-	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -64,122 +63,37 @@ func init() {
 	attnMix4 = attnMix4GlueAVX2
 }
 
-// absMaxGlueAVX2 is exact (VMAXPS picks one of its inputs).
-func absMaxGlueAVX2(x []float32) float32 {
-	n := len(x) &^ 7
-	var m float32
-	if n > 0 {
-		m = absMaxAVX2(unsafe.SliceData(x), n)
-	}
-	return max(m, absMaxGo(x[n:]))
-}
+// The wrappers (simdwrap.go), named so the tests can call them on CPUs
+// where the AVX-512 ones are installed. absMax and max are exact (VMAXPS
+// picks one of its inputs; NaN-free input); quantBlocks, relu2Mul and
+// scaleMul (dst may be x) are bit for bit the portable code; sumSquares
+// agrees with it to float64 rounding; expSubSum is Cephes' float32 expf
+// (≈1 ulp) over 8 floats at a time, float64 exp on the rest.
 
-// quantBlocksGlueAVX2 is bit for bit quantBlocksGo: the SIMD kernel on the
-// full 256-blocks, the portable code on a short last one; qp (only the
-// AVX-512 I2 kernels read it) is derived from q afterwards.
-func quantBlocksGlueAVX2(x []float32, inv float32, q, qp []int8, bsum []int32) {
-	full := min(len(bsum), len(x)/256)
-	if full > 0 {
-		_ = q[full*256-1]
-		quantBlocksAVX2(unsafe.SliceData(x), full, inv, unsafe.SliceData(q), unsafe.SliceData(bsum))
-	}
-	if full < len(bsum) {
-		quantBlocksGo(x[full*256:], inv, q[full*256:], nil, bsum[full:])
-	}
-	if qp != nil {
-		permuteI2(qp, q[:len(x)])
-	}
-}
-
-// relu2MulGlueAVX2 is bit for bit relu2MulGo.
-func relu2MulGlueAVX2(g, u []float32) {
-	n := len(g) &^ 7
-	if n > 0 {
-		_ = u[n-1]
-		relu2MulAVX2(unsafe.SliceData(g), unsafe.SliceData(u), n)
-	}
-	relu2MulGo(g[n:], u[n:len(g)])
-}
-
-// sumSquaresGlueAVX2 agrees with sumSquaresGo to float64 rounding.
+func absMaxGlueAVX2(x []float32) float32 { return absMaxWith(absMaxAVX2, 8, x) }
+func maxF32GlueAVX2(x []float32) float32 { return maxF32With(maxAVX2, 8, x) }
 func sumSquaresGlueAVX2(x []float32) float64 {
-	n := len(x) &^ 7
-	var s float64
-	if n > 0 {
-		s = sumSquaresAVX2(unsafe.SliceData(x), n)
-	}
-	return s + sumSquaresGo(x[n:])
+	return sumSquaresWith(sumSquaresAVX2, 8, x)
 }
-
-// scaleMulGlueAVX2 is bit for bit scaleMulGo; dst may be x.
-func scaleMulGlueAVX2(dst, x, w []float32, inv float32) {
-	n := len(x) &^ 7
-	if n > 0 {
-		_ = dst[n-1]
-		_ = w[n-1]
-		scaleMulAVX2(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(w), n, inv)
-	}
-	scaleMulGo(dst[n:], x[n:], w[n:], inv)
-}
-
-// maxF32GlueAVX2 is exact (NaN-free input).
-func maxF32GlueAVX2(x []float32) float32 {
-	n := len(x) &^ 7
-	if n == 0 {
-		return maxF32Go(x)
-	}
-	return max(maxAVX2(unsafe.SliceData(x), n), maxF32Go(x[n:]))
-}
-
-// expSubSumGlueAVX2 is Cephes' float32 expf (≈1 ulp) over 8 floats at a
-// time, float64 exp on the rest.
 func expSubSumGlueAVX2(x []float32, mx float32) float32 {
-	n := len(x) &^ 7
-	var s float32
-	if n > 0 {
-		s = expSubSumAVX2(unsafe.SliceData(x), n, mx)
-	}
-	return s + expSubSumGo(x[n:], mx)
+	return expSubSumWith(expSubSumAVX2, 8, x, mx)
 }
-
+func scaleMulGlueAVX2(dst, x, w []float32, inv float32) {
+	scaleMulWith(scaleMulAVX2, 8, dst, x, w, inv)
+}
+func relu2MulGlueAVX2(g, u []float32) { relu2MulWith(relu2MulAVX2, 8, g, u) }
+func quantBlocksGlueAVX2(x []float32, inv float32, q, qp []int8, bsum []int32) {
+	quantBlocksWith(quantBlocksAVX2, x, inv, q, qp, bsum)
+}
 func attnScoresGlueAVX2(q, k []float32, stride, n int, scale float32, out []float32) {
-	if n == 0 {
-		return
-	}
-	_ = q[127]
-	_ = k[(n-1)*stride+127]
-	_ = out[n-1]
-	attnScores128AVX2(unsafe.SliceData(q), unsafe.SliceData(k), stride, n, scale, unsafe.SliceData(out))
+	attnScoresWith(attnScores128AVX2, q, k, stride, n, scale, out)
 }
-
 func attnMixGlueAVX2(w, v []float32, stride, n int, o []float32) {
-	_ = o[127]
-	if n == 0 {
-		clear(o[:128])
-		return
-	}
-	_ = w[n-1]
-	_ = v[(n-1)*stride+127]
-	attnMix128AVX2(unsafe.SliceData(w), unsafe.SliceData(v), stride, n, unsafe.SliceData(o))
+	attnMixWith(attnMix128AVX2, w, v, stride, n, o)
 }
-
 func attnScores4GlueAVX2(q, k []float32, stride, n int, scale float32, out []float32, ldo int) {
-	if n == 0 {
-		return
-	}
-	_ = q[4*128-1]
-	_ = k[(n-1)*stride+127]
-	_ = out[3*ldo+n-1]
-	attnScores4x128AVX2(unsafe.SliceData(q), unsafe.SliceData(k), stride, n, scale, unsafe.SliceData(out), ldo)
+	attnScores4With(attnScores4x128AVX2, q, k, stride, n, scale, out, ldo)
 }
-
 func attnMix4GlueAVX2(w []float32, ldw int, v []float32, stride, n int, o []float32) {
-	_ = o[4*128-1]
-	if n == 0 {
-		clear(o[:4*128])
-		return
-	}
-	_ = w[3*ldw+n-1]
-	_ = v[(n-1)*stride+127]
-	attnMix4x128AVX2(unsafe.SliceData(w), ldw, unsafe.SliceData(v), stride, n, unsafe.SliceData(o))
+	attnMix4With(attnMix4x128AVX2, w, ldw, v, stride, n, o)
 }

@@ -8,10 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
-	"regexp"
 	"runtime"
 	"slices"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -203,27 +201,6 @@ func checkAttention4x128(t *testing.T, rng *rand.Rand,
 				if g := o[h*128+i]; abs32(g-ref[i]) > 1e-5*max(1, abs32(ref[i])) {
 					t.Fatalf("attnMix4 n %d head %d [%d]: %v, want %v", n, h, i, g, ref[i])
 				}
-			}
-		}
-	}
-}
-
-// TestGlueUsesOnlyVEX is TestKernelsUseOnlyVEX for glue_amd64.s.
-func TestGlueUsesOnlyVEX(t *testing.T) {
-	src, err := os.ReadFile("glue_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := regexp.MustCompile(`\b[XYZ]([0-9]|[12][0-9]|3[01])\b`)
-	for i, line := range strings.Split(string(src), "\n") {
-		code, _, _ := strings.Cut(line, "//")
-		for _, ins := range strings.Split(code, ";") {
-			f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(ins), `\`))
-			if len(f) < 2 || strings.HasPrefix(f[0], "V") || strings.HasPrefix(f[0], "#") || strings.HasSuffix(f[0], ":") || strings.Contains(f[0], "(") {
-				continue
-			}
-			if reg.MatchString(strings.Join(f[1:], " ")) {
-				t.Errorf("glue_amd64.s:%d: %s is legacy SSE; use its VEX form (V%s)", i+1, strings.TrimSpace(ins), f[0])
 			}
 		}
 	}

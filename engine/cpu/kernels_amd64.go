@@ -161,91 +161,23 @@ func init() {
 		i2Permuted = true
 		i2RowsScaled, i2Dot4x2 = nil, nil // the AVX2 ones read q unpermuted
 		attnScores = func(q, k []float32, stride, n int, scale float32, out []float32) {
-			if n == 0 {
-				return
-			}
-			_ = q[127]
-			_ = k[(n-1)*stride+127]
-			_ = out[n-1]
-			attnScores128(unsafe.SliceData(q), unsafe.SliceData(k), stride, n, scale, unsafe.SliceData(out))
+			attnScoresWith(attnScores128, q, k, stride, n, scale, out)
 		}
 		attnMix = func(w, v []float32, stride, n int, o []float32) {
-			_ = o[127]
-			if n == 0 {
-				clear(o[:128])
-				return
-			}
-			_ = w[n-1]
-			_ = v[(n-1)*stride+127]
-			attnMix128(unsafe.SliceData(w), unsafe.SliceData(v), stride, n, unsafe.SliceData(o))
+			attnMixWith(attnMix128, w, v, stride, n, o)
 		}
 		attnScores4 = func(q, k []float32, stride, n int, scale float32, out []float32, ldo int) {
-			if n == 0 {
-				return
-			}
-			_ = q[4*128-1]
-			_ = k[(n-1)*stride+127]
-			_ = out[3*ldo+n-1]
-			attnScores4x128(unsafe.SliceData(q), unsafe.SliceData(k), stride, n, scale, unsafe.SliceData(out), ldo)
+			attnScores4With(attnScores4x128, q, k, stride, n, scale, out, ldo)
 		}
 		attnMix4 = func(w []float32, ldw int, v []float32, stride, n int, o []float32) {
-			_ = o[4*128-1]
-			if n == 0 {
-				clear(o[:4*128])
-				return
-			}
-			_ = w[3*ldw+n-1]
-			_ = v[(n-1)*stride+127]
-			attnMix4x128(unsafe.SliceData(w), ldw, unsafe.SliceData(v), stride, n, unsafe.SliceData(o))
+			attnMix4With(attnMix4x128, w, ldw, v, stride, n, o)
 		}
-		relu2Mul = func(g, u []float32) {
-			n := len(g) &^ 15
-			if n > 0 {
-				_ = u[n-1]
-				relu2MulAVX512(unsafe.SliceData(g), unsafe.SliceData(u), n)
-			}
-			relu2MulGo(g[n:], u[n:len(g)])
-		}
-		sumSquares = func(x []float32) float64 {
-			n := len(x) &^ 15
-			var s float64
-			if n > 0 {
-				s = sumSquaresAVX512(unsafe.SliceData(x), n)
-			}
-			return s + sumSquaresGo(x[n:])
-		}
-		scaleMul = func(dst, x, w []float32, inv float32) {
-			n := len(x) &^ 15
-			if n > 0 {
-				_ = dst[n-1]
-				_ = w[n-1]
-				scaleMulAVX512(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(w), n, inv)
-			}
-			scaleMulGo(dst[n:], x[n:], w[n:], inv)
-		}
-		maxF32 = func(x []float32) float32 {
-			n := len(x) &^ 15
-			if n == 0 {
-				return maxF32Go(x)
-			}
-			return max(maxAVX512(unsafe.SliceData(x), n), maxF32Go(x[n:]))
-		}
-		expSubSum = func(x []float32, mx float32) float32 {
-			n := len(x) &^ 15
-			var s float32
-			if n > 0 {
-				s = expSubSumAVX512(unsafe.SliceData(x), n, mx)
-			}
-			return s + expSubSumGo(x[n:], mx)
-		}
-		absMax = func(x []float32) float32 {
-			n := len(x) &^ 15
-			var m float32
-			if n > 0 {
-				m = absMaxAVX512(unsafe.SliceData(x), n)
-			}
-			return max(m, absMaxGo(x[n:]))
-		}
+		relu2Mul = func(g, u []float32) { relu2MulWith(relu2MulAVX512, 16, g, u) }
+		sumSquares = func(x []float32) float64 { return sumSquaresWith(sumSquaresAVX512, 16, x) }
+		scaleMul = func(dst, x, w []float32, inv float32) { scaleMulWith(scaleMulAVX512, 16, dst, x, w, inv) }
+		maxF32 = func(x []float32) float32 { return maxF32With(maxAVX512, 16, x) }
+		expSubSum = func(x []float32, mx float32) float32 { return expSubSumWith(expSubSumAVX512, 16, x, mx) }
+		absMax = func(x []float32) float32 { return absMaxWith(absMaxAVX512, 16, x) }
 		quantBlocks = func(x []float32, inv float32, q, qp []int8, bsum []int32) {
 			nb := len(bsum)
 			if nb == 0 {

@@ -309,22 +309,24 @@ func TestRelu2MulKernel(t *testing.T) {
 // the AVX kernels (MOVD AX, X15 rather than VMOVD) cost ~120 ns per call
 // on the 2-core Zen 3 VM — an SSE/AVX state transition — which made the
 // per-row I2 kernel 3× slower than its loop. The assembler encodes
-// whatever it is given, so the file is checked here.
+// whatever it is given, so the files are checked here.
 func TestKernelsUseOnlyVEX(t *testing.T) {
-	src, err := os.ReadFile("kernels_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := regexp.MustCompile(`\b[XYZ]([0-9]|[12][0-9]|3[01])\b`)
-	for i, line := range strings.Split(string(src), "\n") {
-		code, _, _ := strings.Cut(line, "//")
-		for _, ins := range strings.Split(code, ";") {
-			f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(ins), `\`))
-			if len(f) < 2 || strings.HasPrefix(f[0], "V") || strings.HasPrefix(f[0], "#") || strings.HasSuffix(f[0], ":") || strings.Contains(f[0], "(") {
-				continue
-			}
-			if reg.MatchString(strings.Join(f[1:], " ")) {
-				t.Errorf("kernels_amd64.s:%d: %s is legacy SSE; use its VEX form (V%s)", i+1, strings.TrimSpace(ins), f[0])
+	for _, file := range []string{"kernels_amd64.s", "glue_amd64.s"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			code, _, _ := strings.Cut(line, "//")
+			for _, ins := range strings.Split(code, ";") {
+				f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(ins), `\`))
+				if len(f) < 2 || strings.HasPrefix(f[0], "V") || strings.HasPrefix(f[0], "#") || strings.HasSuffix(f[0], ":") || strings.Contains(f[0], "(") {
+					continue
+				}
+				if reg.MatchString(strings.Join(f[1:], " ")) {
+					t.Errorf("%s:%d: %s is legacy SSE; use its VEX form (V%s)", file, i+1, strings.TrimSpace(ins), f[0])
+				}
 			}
 		}
 	}

@@ -256,24 +256,11 @@ func init() {
 // 128 (the only size forward.go calls them for), to rounding as dotF32Go
 // and axpyF32Go give.
 func attnScoresARM64(q, k []float32, stride, n int, scale float32, out []float32) {
-	if n == 0 {
-		return
-	}
-	_ = q[127]
-	_ = k[(n-1)*stride+127]
-	_ = out[n-1]
-	attnScores128NEON(unsafe.SliceData(q), unsafe.SliceData(k), stride, n, scale, unsafe.SliceData(out))
+	attnScoresWith(attnScores128NEON, q, k, stride, n, scale, out)
 }
 
 func attnMixARM64(w, v []float32, stride, n int, o []float32) {
-	_ = o[127]
-	if n == 0 {
-		clear(o[:128])
-		return
-	}
-	_ = w[n-1]
-	_ = v[(n-1)*stride+127]
-	attnMix128NEON(unsafe.SliceData(w), unsafe.SliceData(v), stride, n, unsafe.SliceData(o))
+	attnMixWith(attnMix128NEON, w, v, stride, n, o)
 }
 
 // dotF32ARM64 agrees with dotF32Go to rounding: FMA and a different
@@ -324,39 +311,17 @@ func readSumARM64(b []byte) uint64 {
 }
 
 func absMaxARM64(x []float32) float32 {
-	n := len(x) &^ 15
-	var m float32
-	if n > 0 {
-		m = absMaxNEON(unsafe.SliceData(x), n)
-	}
-	return max(m, absMaxGo(x[n:]))
+	return absMaxWith(absMaxNEON, 16, x)
 }
 
-// quantBlocksARM64 runs the SIMD kernel on the full 256-blocks and the
-// portable code on a short last one; qp (only the AVX-512 I2 kernels read
-// it) is derived from q afterwards.
 func quantBlocksARM64(x []float32, inv float32, q, qp []int8, bsum []int32) {
-	full := min(len(bsum), len(x)/256)
-	if full > 0 {
-		_ = q[full*256-1]
-		quantBlocksNEON(unsafe.SliceData(x), full, inv, unsafe.SliceData(q), unsafe.SliceData(bsum))
-	}
-	if full < len(bsum) {
-		quantBlocksGo(x[full*256:], inv, q[full*256:], nil, bsum[full:])
-	}
-	if qp != nil {
-		permuteI2(qp, q[:len(x)])
-	}
+	quantBlocksWith(quantBlocksNEON, x, inv, q, qp, bsum)
 }
 
 // maxF32ARM64 is exact: FMAX picks one of its inputs (NaN-free input; of
 // −0 and +0 it may return the other one, which compare equal).
 func maxF32ARM64(x []float32) float32 {
-	n := len(x) &^ 15
-	if n == 0 {
-		return maxF32Go(x)
-	}
-	return max(maxNEON(unsafe.SliceData(x), n), maxF32Go(x[n:]))
+	return maxF32With(maxNEON, 16, x)
 }
 
 // expSubSumARM64 is Cephes' float32 expf (≈1 ulp) over 16 floats at a
@@ -364,32 +329,16 @@ func maxF32ARM64(x []float32) float32 {
 // kernel: results below e^−87.34 (1.2e−38) come out as 1.2e−38, and
 // nothing is above e^0 when mx is the max, as softmax passes it.
 func expSubSumARM64(x []float32, mx float32) float32 {
-	n := len(x) &^ 15
-	var s float32
-	if n > 0 {
-		s = expSubSumNEON(unsafe.SliceData(x), n, mx)
-	}
-	return s + expSubSumGo(x[n:], mx)
+	return expSubSumWith(expSubSumNEON, 16, x, mx)
 }
 
 // sumSquaresARM64 agrees with sumSquaresGo to float64 rounding (each
 // square is exact in float64; the sums run in another order).
 func sumSquaresARM64(x []float32) float64 {
-	n := len(x) &^ 15
-	var s float64
-	if n > 0 {
-		s = sumSquaresNEON(unsafe.SliceData(x), n)
-	}
-	return s + sumSquaresGo(x[n:])
+	return sumSquaresWith(sumSquaresNEON, 16, x)
 }
 
 // scaleMulARM64 is bit for bit scaleMulGo; dst may be x.
 func scaleMulARM64(dst, x, w []float32, inv float32) {
-	n := len(x) &^ 15
-	if n > 0 {
-		_ = dst[n-1]
-		_ = w[n-1]
-		scaleMulNEON(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(w), n, inv)
-	}
-	scaleMulGo(dst[n:], x[n:], w[n:], inv)
+	scaleMulWith(scaleMulNEON, 16, dst, x, w, inv)
 }
