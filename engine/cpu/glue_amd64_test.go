@@ -106,19 +106,7 @@ func TestGlueAVX2MatchPortable(t *testing.T) {
 	// Quantization: random values, exact ties of both signs, the clamp,
 	// and a short last block.
 	for _, nb := range []int{1, 3, 27} {
-		x := make([]float32, nb*256+7)
-		for i := range x {
-			switch i % 4 {
-			case 0:
-				x[i] = float32(rng.NormFloat64())
-			case 1:
-				x[i] = float32(rng.IntN(255)-127) + 0.5
-			case 2:
-				x[i] = -float32(rng.IntN(128)) - 0.5
-			default:
-				x[i] = float32(rng.IntN(255) - 127)
-			}
-		}
+		x := quantTestValues(rng, nb*256+7)
 		x[3], x[9] = 130, -200
 		for _, inv := range []float32{1, 0.37, 100 / absMaxGo(x), 127 / absMaxGo(x)} {
 			for _, withTail := range []bool{false, true} {

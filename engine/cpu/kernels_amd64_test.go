@@ -169,19 +169,7 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 	// Activation quantization: absmax and the tie-away rounding, on random
 	// values and on exact ties (k+0.5, both signs) and the ±127 clamp.
 	for _, nb := range []int{1, 3, 27} {
-		x := make([]float32, nb*256+7)
-		for i := range x {
-			switch i % 4 {
-			case 0:
-				x[i] = float32(rng.NormFloat64())
-			case 1:
-				x[i] = float32(rng.IntN(255)-127) + 0.5
-			case 2:
-				x[i] = -float32(rng.IntN(128)) - 0.5
-			default:
-				x[i] = float32(rng.IntN(255) - 127)
-			}
-		}
+		x := quantTestValues(rng, nb*256+7)
 		x[3] = 130
 		if g, s := absMaxGo(x), absMax(x); g != s {
 			t.Fatalf("absMax nb %d: portable %v, simd %v", nb, g, s)

@@ -232,21 +232,7 @@ func TestARM64FloatKernels(t *testing.T) {
 		}
 	}
 	for _, nb := range []int{1, 2, 5, 27} {
-		x := make([]float32, nb*256+9)
-		for i := range x {
-			switch i % 5 {
-			case 0:
-				x[i] = float32(rng.NormFloat64())
-			case 1:
-				x[i] = float32(rng.IntN(255)-127) + 0.5 // ties
-			case 2:
-				x[i] = -float32(rng.IntN(128)) - 0.5
-			case 3:
-				x[i] = float32(rng.IntN(255) - 127)
-			default:
-				x[i] = float32(rng.NormFloat64() * 40) // some beyond ±127 after scaling
-			}
-		}
+		x := quantTestValues(rng, nb*256+9)
 		x[3], x[len(x)-1] = -130, 131
 		if g, s := absMaxGo(x), absMaxARM64(x); g != s {
 			t.Fatalf("absMax nb %d: portable %v, neon %v", nb, g, s)
