@@ -14,6 +14,9 @@ import (
 	"github.com/edgectl/edgectl/hub/hubtest"
 )
 
+// TestMain removes the fake programs built for the package's tests.
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 // TestKill9Resume kills a real pulling process mid-body, pulls again, and
 // checks that only the missing bytes crossed the network and that the blob's
 // sha256 is right.

@@ -141,8 +141,4 @@ func TestAX650CompilerFailureIsAToolError(t *testing.T) {
 }
 
 // TestMain removes the fake programs built for the package's tests.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }

@@ -15,6 +15,9 @@ import (
 	"github.com/edgectl/edgectl/format/safetensors"
 )
 
+// TestMain removes the fake programs built for the package's tests.
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 // useFakeDocker puts the fake runtime first on PATH and returns the file
 // it logs its invocations to.
 func useFakeDocker(t *testing.T, images string) string {

@@ -25,6 +25,9 @@ import (
 	"github.com/edgectl/edgectl/engine/upstream"
 )
 
+// TestMain removes the fake programs built for the package's tests.
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 // tinyStories is the trained 656k-parameter Llama fixture (no chat template).
 const tinyStories = "../testdata/models/tinystories-656k"
 

@@ -24,6 +24,9 @@ import (
 	"github.com/edgectl/edgectl/pulsar2"
 )
 
+// TestMain removes the fake programs built for the package's tests.
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 func pulsar2CLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer

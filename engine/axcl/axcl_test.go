@@ -14,6 +14,9 @@ import (
 	"github.com/edgectl/edgectl/engine"
 )
 
+// TestMain removes the fake programs built for the package's tests.
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 // fakeRuntime builds testdata/fakeaxllm once per test binary.
 func fakeRuntime(t testing.TB) string {
 	return testbin.Build(t, testbin.FakeAxllm, "axllm")

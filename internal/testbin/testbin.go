@@ -90,6 +90,14 @@ const (
 	FakeDocker = "github.com/edgectl/edgectl/pulsar2/testdata/fakedocker"
 )
 
+// Main is a TestMain for packages that use Build: it runs the tests and
+// removes what they built, so test runs leave nothing in the temp dir.
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
 // Cleanup removes every binary built so far; call it from TestMain after
 // m.Run.
 func Cleanup() {

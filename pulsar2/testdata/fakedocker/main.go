@@ -362,6 +362,7 @@ func compilerPython(shimDir, script string) {
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+path, "PYTHONDONTWRITEBYTECODE=1")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
+		os.RemoveAll(pkgs) // os.Exit skips the deferred removal
 		os.Exit(1)
 	}
 }
