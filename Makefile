@@ -7,7 +7,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/edgectl/edgectl/internal/version.Version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: all build test test-arm64 lint bench demo cross loadtest clean
+.PHONY: all build test test-arm64 lint bench bench-llamacpp demo cross loadtest clean
 
 all: build
 
@@ -29,6 +29,9 @@ lint: ## gofmt + go vet (no third-party linters needed)
 
 bench: ## benchmarks: engine tokens/s vs roofline, pack and patch GB/s vs plain I/O, pull vs plain GET
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./format/... ./patch/... ./quant/... ./hub/... ./engine/... ./prep/...
+
+bench-llamacpp: ## the peer: llama.cpp (prebuilt, from npm) and the engine on the same TQ2_0 GGUF, alternating
+	./scripts/bench-llamacpp.sh
 
 cross: ## static linux/arm64 binary for the boards
 	GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/edgectl-linux-arm64 ./cmd/edgectl
