@@ -2,12 +2,6 @@
 
 package cpu
 
-import (
-	"os"
-
-	"golang.org/x/sys/cpu"
-)
-
 // AVX2+FMA glue kernels (glue_amd64.s) for CPUs without AVX-512: the
 // passes between the products that otherwise run in portable Go.
 
@@ -44,12 +38,9 @@ func attnScores4x128AVX2(q *float32, k *float32, stride int, n int, scale float3
 //go:noescape
 func attnMix4x128AVX2(w *float32, ldw int, v *float32, stride int, n int, o *float32)
 
-// Runs after kernels_amd64.go's init (file-name order): installs the AVX2
-// glue kernels unless the AVX-512 ones are in use.
-func init() {
-	if !hasAVX2 || (cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && os.Getenv("EDGECTL_NO_AVX512") != "1") {
-		return
-	}
+// useGlueAVX2 installs the AVX2 glue kernels; kernels_amd64.go's init
+// calls it on AVX2 CPUs where the AVX-512 ones are not used.
+func useGlueAVX2() {
 	absMax = absMaxGlueAVX2
 	quantBlocks = quantBlocksGlueAVX2
 	relu2Mul = relu2MulGlueAVX2

@@ -251,6 +251,8 @@ func init() {
 				}
 			}
 		}
+	} else {
+		useGlueAVX2()
 	}
 	q8Dot = func(w, x []int8) int32 {
 		n := len(w) &^ 31
