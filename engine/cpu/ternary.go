@@ -327,11 +327,13 @@ func newTernary(kind string, data []byte, rows, k int, scales []float32) *ternLi
 func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
 	switch {
 	case l.kind == "I2" && i2Dot4x2 != nil:
-		r0 = l.mulI2Pairs(out, ldo, a, r0, r1)
+		e := r0 + (r1-r0)&^1
+		l.mulI2Tiles(out, ldo, a, r0, e)
+		r0 = e
 	case l.kind == "I2x4" && i2x4Dot4x4 != nil && (r0+3)&^3 < r1&^3:
 		g0, g1 := (r0+3)&^3, r1&^3
 		l.mulI2Each(out, ldo, a, r0, g0)
-		l.mulI2x4Groups(out, ldo, a, g0, g1)
+		l.mulI2Tiles(out, ldo, a, g0, g1)
 		r0 = g1
 	}
 	l.mulI2Each(out, ldo, a, r0, r1)
@@ -343,61 +345,38 @@ func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
 // L2; row by row, every token group was reloaded from L2 for each row.
 const prefillTile = 32
 
-// mulI2Pairs is mulI2x4 over rows [r0, r1) of plain I2, two rows per
-// kernel call (i2Dot4x2); it returns where it stopped (r1, or r1-1 for an
-// odd count).
-func (l *ternLinear) mulI2Pairs(out []float32, ldo int, a *acts, r0, r1 int) int {
-	k := a.k
-	aq := a.i2q()
-	var s8 [8]int32
-	r := r0
-	for ; r+2 <= r1; r += prefillTile {
-		te := r + min(prefillTile, (r1-r)&^1)
-		t := 0
-		for ; t+4 <= a.n; t += 4 {
-			for i := r; i < te; i += 2 {
-				i2Dot4x2(l.data[i*l.rowBytes:(i+2)*l.rowBytes], l.rowBytes, aq[t*k:], k, a.total[t:t+4], &s8)
-				sa, sb := l.rowScale[i], l.rowScale[i+1]
-				for j := range 4 {
-					out[(t+j)*ldo+i] = float32(s8[j]) * sa * a.scale[t+j]
-					out[(t+j)*ldo+i+1] = float32(s8[4+j]) * sb * a.scale[t+j]
-				}
-			}
-		}
-		for ; t < a.n; t++ {
-			q := aq[t*k : (t+1)*k]
-			for i := r; i < te; i++ {
-				out[t*ldo+i] = float32(i2Dot(l.data[i*l.rowBytes:(i+1)*l.rowBytes], q, a.total[t])) * l.rowScale[i] * a.scale[t]
-			}
-		}
-		if te-r < prefillTile {
-			return te
-		}
+// mulI2Tiles is mulI2x4 over rows [r0, r1) with the kernels that take
+// several rows and four tokens per call: two plain I2 rows (i2Dot4x2; r1−r0
+// even) or one I2x4 group (i2x4Dot4x4; r0, r1 multiples of four).
+func (l *ternLinear) mulI2Tiles(out []float32, ldo int, a *acts, r0, r1 int) {
+	k, aq, rb := a.k, a.i2q(), l.rowBytes
+	unit, dot := 2, i2Dot
+	if l.kind == "I2x4" {
+		unit, dot = 4, i2x4Dot
 	}
-	return r
-}
-
-// mulI2x4Groups is mulI2x4 over whole I2x4 groups, rows [g0, g1) (both
-// multiples of four), one group and four tokens per kernel call.
-func (l *ternLinear) mulI2x4Groups(out []float32, ldo int, a *acts, g0, g1 int) {
-	k := a.k
-	aq := a.i2q()
-	var s [16]int32
-	for r := g0; r < g1; r += prefillTile {
-		te := min(r+prefillTile, g1)
+	var s [16]int32 // row u's sum for token t+j in s[4u+j]
+	for r := r0; r < r1; r += prefillTile {
+		te := min(r+prefillTile, r1)
 		t := 0
 		for ; t+4 <= a.n; t += 4 {
-			for g := r; g < te; g += 4 {
-				i2x4Dot4x4(l.data[g*l.rowBytes:(g+4)*l.rowBytes], aq[t*k:], k, a.total[t:t+4], &s)
-				for i, v := range s {
-					out[(t+i%4)*ldo+g+i/4] = float32(v) * l.rowScale[g+i/4] * a.scale[t+i%4]
+			for i := r; i < te; i += unit {
+				if unit == 2 {
+					i2Dot4x2(l.data[i*rb:(i+2)*rb], rb, aq[t*k:], k, a.total[t:t+4], (*[8]int32)(s[:8]))
+				} else {
+					i2x4Dot4x4(l.data[i*rb:(i+4)*rb], aq[t*k:], k, a.total[t:t+4], &s)
+				}
+				for u := range unit {
+					sc := l.rowScale[i+u]
+					for j := range 4 {
+						out[(t+j)*ldo+i+u] = float32(s[4*u+j]) * sc * a.scale[t+j]
+					}
 				}
 			}
 		}
 		for ; t < a.n; t++ {
 			q := aq[t*k : (t+1)*k]
 			for i := r; i < te; i++ {
-				out[t*ldo+i] = float32(i2x4Dot(l.i2Row(i), q, a.total[t])) * l.rowScale[i] * a.scale[t]
+				out[t*ldo+i] = float32(dot(l.i2Row(i), q, a.total[t])) * l.rowScale[i] * a.scale[t]
 			}
 		}
 	}
