@@ -6,7 +6,7 @@
 // products: activation quantization, rmsnorm, softmax, BitNet's gate and
 // one head of attention) for CPUs without AVX-512. Only VEX-encoded
 // instructions: a legacy-SSE one on an X register costs an SSE/AVX state
-// transition (~120 ns per call on the Zen 3 VM); TestGlueUsesOnlyVEX
+// transition (~120 ns per call on the Zen 3 VM); TestKernelsUseOnlyVEX
 // checks this file.
 
 // glueconst: VPERMD's dword order after the two in-lane packs of
