@@ -25,7 +25,7 @@ func CreateDir(target string) (*Dir, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(target)+".tmp-*")
+	tmp, err := os.MkdirTemp(parent, TempPattern(filepath.Base(target)))
 	if err != nil {
 		return nil, err
 	}
