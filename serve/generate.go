@@ -88,7 +88,10 @@ func (s *Server) run(ctx context.Context, l *Lease, req engine.Request, emit fun
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := sess.Generate(gctx, req, wrapped)
+		res, err := safeGenerate(gctx, sess, req, wrapped, s.opts.Logf)
+		if errors.Is(err, ErrEnginePanic) {
+			l.Discard("engine panic")
+		}
 		sess.Close()
 		done <- outcome{res, err}
 	}()

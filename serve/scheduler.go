@@ -229,7 +229,7 @@ func (s *Scheduler) load(ctx context.Context, ln *lane, e *Entry) error {
 	if e.Engine != "" && s.engines[e.Engine] != nil {
 		eng = s.engines[e.Engine]
 	}
-	m, err := eng.Load(context.WithoutCancel(ctx), e.Path, opts)
+	m, err := safeLoad(context.WithoutCancel(ctx), eng, e.Path, opts, s.logf)
 	s.mu.Lock()
 	r.loading = false
 	r.refs--
@@ -370,6 +370,17 @@ func (l *Lease) Kill(why string) {
 	if !closed {
 		go s.Preload(context.Background(), l.r.entry, nil)
 	}
+}
+
+// Discard takes the lease's model out of service without reloading it (an
+// engine that panicked: its state is not to be trusted).
+func (l *Lease) Discard(why string) {
+	s := l.s
+	s.mu.Lock()
+	if s.runners[l.r.entry.Name] == l.r {
+		s.unloadLocked(l.r, why)
+	}
+	s.mu.Unlock()
 }
 
 // Preload loads e without serving a request (Ollama's empty-prompt load,
