@@ -42,6 +42,9 @@ type FileEdit struct {
 // omitted, so an empty plan means the checkpoint is already fixed
 // (the operation is idempotent).
 func PlanConfig(dir string, opts ConfigOptions) ([]FileEdit, error) {
+	if err := CheckPending(dir); err != nil {
+		return nil, err
+	}
 	cfg, err := hfconfig.Load(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, err

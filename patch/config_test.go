@@ -122,6 +122,9 @@ func TestInPlaceKeepsBackupAndIsIdempotent(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if err := out.Commit(); err != nil {
+			t.Fatal(err)
+		}
 		return len(edits)
 	}
 	if n := apply(); n != 2 {

@@ -33,8 +33,15 @@ type NormAdd struct {
 type LayerNormPlan struct {
 	Dir  string
 	Adds []NormAdd
-	ck   *safetensors.Checkpoint
+	// Unindexed lists tensors the shards hold but the index's weight_map
+	// lacks (a checkpoint an older, interrupted patch left behind); Apply
+	// adds them to the index.
+	Unindexed []string
+	ck        *safetensors.Checkpoint
 }
+
+// Changes reports whether Apply has anything to write.
+func (p *LayerNormPlan) Changes() bool { return len(p.Adds) > 0 || len(p.Unindexed) > 0 }
 
 // Close releases the checkpoint's files.
 func (p *LayerNormPlan) Close() error { return p.ck.Close() }
@@ -42,6 +49,9 @@ func (p *LayerNormPlan) Close() error { return p.ck.Close() }
 // PlanLayerNorm finds the norm tensors missing from the checkpoint in dir
 // and the shard each belongs in (the shard holding the rest of its layer).
 func PlanLayerNorm(dir string, opts LayerNormOptions) (*LayerNormPlan, error) {
+	if err := CheckPending(dir); err != nil {
+		return nil, err
+	}
 	cfg, err := hfconfig.Load(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, err
@@ -86,6 +96,14 @@ func (p *LayerNormPlan) plan(cfg *hfconfig.Config, opts LayerNormOptions) error 
 			continue // already there: idempotent
 		}
 		missing = append(missing, n)
+	}
+	if p.ck.Index != nil {
+		for _, n := range names {
+			if _, ok := p.ck.Index.WeightMap[n]; !ok {
+				p.Unindexed = append(p.Unindexed, n)
+			}
+		}
+		sort.Strings(p.Unindexed)
 	}
 	sortNorms(missing)
 	layerShard := p.layerShards()
@@ -170,7 +188,7 @@ func (p *LayerNormPlan) Apply(out *Output, progress io.Writer) error {
 		}
 		added += n
 	}
-	if p.ck.Index != nil && len(p.Adds) > 0 {
+	if p.ck.Index != nil && p.Changes() {
 		ix := *p.ck.Index
 		ix.WeightMap = make(map[string]string, len(p.ck.Index.WeightMap)+len(p.Adds))
 		for k, v := range p.ck.Index.WeightMap {
@@ -179,6 +197,10 @@ func (p *LayerNormPlan) Apply(out *Output, progress io.Writer) error {
 		ix.Metadata = map[string]any{}
 		for k, v := range p.ck.Index.Metadata {
 			ix.Metadata[k] = v
+		}
+		for _, n := range p.Unindexed {
+			f, _, _ := p.ck.Lookup(n)
+			ix.WeightMap[n] = filepath.Base(f.Path)
 		}
 		for _, a := range p.Adds {
 			ix.WeightMap[a.Name] = a.Shard

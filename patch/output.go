@@ -2,39 +2,56 @@ package patch
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/pathguard"
 )
 
 // Output receives a patched checkpoint: either a new directory (-o), where
 // untouched files are hard-linked (or copied across filesystems) from the
 // source, or the source itself (--in-place), where each replaced file's
-// original is kept as NAME.orig. Nothing is visible until Commit (for -o),
-// and each in-place file is replaced atomically.
+// original is kept as NAME.orig. Nothing is visible until Commit: -o
+// publishes the directory with one rename; --in-place stages every file
+// beside its original and switches them under a journal (see inplace.go),
+// so a kill at any instant leaves a checkpoint the next run finishes.
 type Output struct {
 	src     string
 	dir     *atomicfile.Dir
-	inPlace bool
+	txn     *inPlace
 	written map[string]bool
 }
 
 // NewOutput prepares an output for the checkpoint in src. Exactly one of
-// out != "" or inPlace must hold.
+// out != "" or inPlace must hold. An -o directory must not be, contain or
+// lie inside src (*pathguard.Error); orphaned temporaries of a killed run
+// writing the same -o are removed first. In place, an interrupted earlier
+// patch of src is finished first (Resume).
 func NewOutput(src, out string, inPlace bool) (*Output, error) {
 	if (out == "") == !inPlace {
 		return nil, errors.New("choose one of -o DIR (write a new directory) or --in-place (edit, keeping .orig backups)")
 	}
-	o := &Output{src: src, inPlace: inPlace, written: map[string]bool{}}
+	o := &Output{src: src, written: map[string]bool{}}
 	if inPlace {
+		t, err := beginInPlace(src)
+		if err != nil {
+			return nil, err
+		}
+		o.txn = t
 		return o, nil
 	}
-	if abs(out) == abs(src) {
-		return nil, fmt.Errorf("-o %s is the input directory: use --in-place to edit it", out)
+	if err := pathguard.Dir(out, src); err != nil {
+		return nil, err
+	}
+	if err := CheckPending(src); err != nil {
+		return nil, err
+	}
+	if _, err := atomicfile.CleanStale(filepath.Dir(filepath.Clean(out)), filepath.Base(filepath.Clean(out))); err != nil {
+		return nil, err
 	}
 	d, err := atomicfile.CreateDir(out)
 	if err != nil {
@@ -44,31 +61,24 @@ func NewOutput(src, out string, inPlace bool) (*Output, error) {
 	return o, nil
 }
 
-func abs(p string) string { a, _ := filepath.Abs(p); return a }
-
 // Write produces the new content of the file name (relative to the
-// checkpoint directory) through fill.
+// checkpoint directory) through fill. In place, files are switched in the
+// order written, except the shard index, which always goes last.
 func (o *Output) Write(name string, fill func(w *os.File) error) error {
-	base := o.src
-	if !o.inPlace {
-		base = o.dir.Path
+	if o.txn != nil {
+		if err := o.txn.stage(name, fill); err != nil {
+			return err
+		}
+		o.written[name] = true
+		return nil
 	}
-	target := filepath.Join(base, name)
-	f, err := atomicfile.Create(target, 0o644)
+	f, err := atomicfile.Create(filepath.Join(o.dir.Path, name), 0o644)
 	if err != nil {
 		return err
 	}
 	defer f.Abort()
 	if err := fill(f.File); err != nil {
 		return err
-	}
-	if o.inPlace {
-		backup := target + ".orig"
-		if _, err := os.Lstat(backup); errors.Is(err, os.ErrNotExist) {
-			if err := os.Rename(target, backup); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("keep backup %s: %w", backup, err)
-			}
-		}
 	}
 	if err := f.Commit(); err != nil {
 		return err
@@ -83,10 +93,10 @@ func (o *Output) WriteBytes(name string, b []byte) error {
 }
 
 // Commit links every file not rewritten into the new directory and
-// publishes it. For --in-place it is a no-op.
+// publishes it; in place, it switches the staged files.
 func (o *Output) Commit() error {
-	if o.inPlace {
-		return nil
+	if o.txn != nil {
+		return o.txn.commit()
 	}
 	err := filepath.WalkDir(o.src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -94,6 +104,12 @@ func (o *Output) Commit() error {
 		}
 		rel, _ := filepath.Rel(o.src, path)
 		if rel == "." {
+			return nil
+		}
+		if isOurs(d.Name()) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
 			return nil
 		}
 		dst := filepath.Join(o.dir.Path, rel)
@@ -112,11 +128,24 @@ func (o *Output) Commit() error {
 	return o.dir.Commit()
 }
 
-// Abort discards a -o output.
+// Abort discards what was written; after Commit it is a no-op. An
+// in-place output whose Commit failed past its commit point is left for
+// the next run to finish.
 func (o *Output) Abort() {
 	if o.dir != nil {
 		o.dir.Abort()
 	}
+	if o.txn != nil {
+		o.txn.abort()
+	}
+}
+
+// isOurs tells edgectl's own working files (temporaries of any command,
+// staged files and the journal of an in-place patch): they are not part of
+// the checkpoint and never copied into an output.
+func isOurs(name string) bool {
+	_, tmp := atomicfile.TempOf(name)
+	return tmp || name == JournalName || (strings.HasPrefix(name, ".") && strings.HasSuffix(name, stagedSuffix))
 }
 
 // linkOrCopy materializes src at dst: a hard link to the real file (symlinks,

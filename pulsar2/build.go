@@ -19,6 +19,7 @@ import (
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/pathguard"
 )
 
 // BuildOptions configure one compiler run. Zero values pick the defaults.
@@ -89,6 +90,13 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 	if logw == nil {
 		logw = io.Discard
 	}
+	// The compiler gets the model directory mounted; an output inside it
+	// (or around it) would be written into what it reads.
+	if opts.OutDir != "" {
+		if err := pathguard.Dir(opts.OutDir, opts.ModelDir); err != nil {
+			return nil, err
+		}
+	}
 	p, err := preparePlan(opts)
 	if err != nil {
 		return nil, err
@@ -138,12 +146,16 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 		shimHost := ""
 		if p.shim.Any() {
 			// The real run writes the shim to a fresh temporary directory.
-			shimHost = filepath.Join(filepath.Dir(outAbs), "."+filepath.Base(outAbs)+".shim-XXXXXX")
+			shimHost = filepath.Join(filepath.Dir(outAbs), strings.Replace(atomicfile.TempPattern(shimName(outAbs)), "*", "XXXXXX", 1))
 		}
 		res.Command = append([]string{rt}, p.containerArgs(rt, image, name, res.Builder, outAbs, shimHost)...)
 		return res, nil
 	}
 
+	// A killed build left its half-written output and shim beside OUT.
+	if _, err := atomicfile.CleanStale(filepath.Dir(outAbs), filepath.Base(outAbs), shimName(outAbs)); err != nil {
+		return nil, err
+	}
 	out, err := atomicfile.CreateDir(outAbs)
 	if err != nil {
 		return nil, inputErr(err.Error(), "")
@@ -153,7 +165,7 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 	if p.shim.Any() {
 		// Beside the output, not in /tmp: a runtime that can mount the
 		// output can mount this (snap-confined docker has its own /tmp).
-		shimHost, err = os.MkdirTemp(filepath.Dir(outAbs), "."+filepath.Base(outAbs)+".shim-")
+		shimHost, err = os.MkdirTemp(filepath.Dir(outAbs), atomicfile.TempPattern(shimName(outAbs)))
 		if err != nil {
 			return nil, err
 		}
@@ -185,6 +197,10 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 	res.Duration = time.Since(start).Seconds()
 	return res, nil
 }
+
+// shimName is the base name of the shim directory a build of out mounts
+// (a temporary beside out, never in /tmp: see Build).
+func shimName(out string) string { return filepath.Base(out) + ".shim" }
 
 func resolveRuntime(want string) (string, error) {
 	cands := []string{"docker", "podman"}

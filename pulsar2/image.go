@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/pathguard"
 )
 
 // ShimGate is the variable the patched image's pulsar2 wrapper sets, so the
@@ -77,6 +79,11 @@ func PatchImage(ctx context.Context, src, dst string, opts PatchOptions) (*Patch
 	nameOpts := []name.Option{}
 	if opts.Insecure {
 		nameOpts = append(nameOpts, name.Insecure)
+	}
+	if isTarballPath(dst) {
+		if err := guardTarball(src, dst); err != nil {
+			return nil, err
+		}
 	}
 	img, srcTag, cleanup, err := loadImage(ctx, src, nameOpts, logw)
 	if err != nil {
@@ -153,6 +160,25 @@ func isTarballPath(s string) bool {
 		strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../")
 }
 
+// gunzipName is the base name of the decompressed copy of a gzipped SRC
+// (a temporary in the system's temp directory).
+const gunzipName = "edgectl-pulsar2-image.tar"
+
+// guardTarball refuses a DST tarball that is SRC (the vendor's image would
+// be replaced by the patched one) and removes what killed runs writing DST
+// left beside it.
+func guardTarball(src, dst string) error {
+	if err := pathguard.File(dst, src); err != nil {
+		var pe *pathguard.Error
+		if errors.As(err, &pe) {
+			pe.Flag = "" // DST is positional
+		}
+		return err
+	}
+	_, err := atomicfile.CleanStale(filepath.Dir(filepath.Clean(dst)), filepath.Base(filepath.Clean(dst)))
+	return err
+}
+
 // gunzipped returns a path to the uncompressed tarball: src itself, or,
 // when src is gzipped (docker load takes the vendor's .tar.gz as it is), a
 // temporary copy. ggcr reopens the tarball for every layer it reads, so
@@ -171,7 +197,11 @@ func gunzipped(src string, logw io.Writer) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", src, err)
 	}
-	tmp, err := os.CreateTemp("", "edgectl-pulsar2-image-*.tar")
+	// Killed runs left theirs: a decompressed vendor image is gigabytes.
+	if _, err := atomicfile.CleanStale(os.TempDir(), gunzipName); err != nil {
+		return "", nil, err
+	}
+	tmp, err := os.CreateTemp("", atomicfile.TempPattern(gunzipName))
 	if err != nil {
 		return "", nil, err
 	}

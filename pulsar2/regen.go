@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/internal/atomicfile"
 )
 
 // RegenOptions tune RegenerateConfig.
@@ -87,6 +88,10 @@ func RegenerateConfig(dir string, opts RegenOptions) (*AxllmConfig, error) {
 		}
 		return cfg, nil
 	}
+	// Temporaries of a killed earlier run writing the same files.
+	if _, err := atomicfile.CleanStale(dir, AxllmConfigName, PostConfigName); err != nil {
+		return nil, err
+	}
 	if tok == "" {
 		tok = strings.ToLower(strings.ReplaceAll(hf.ModelType, "-", "_")) + "_tokenizer.txt"
 		stops := []int(gen.EosTokenID)
@@ -104,10 +109,15 @@ func RegenerateConfig(dir string, opts RegenOptions) (*AxllmConfig, error) {
 			return nil, err
 		}
 	}
+	// The backup is a hard link, so config.json stays in place until the
+	// new one is renamed over it: a kill in between leaves the old file,
+	// never none (rename only where links are impossible).
 	target := filepath.Join(dir, AxllmConfigName)
 	if _, err := os.Lstat(target + ".orig"); errors.Is(err, os.ErrNotExist) {
-		if err := os.Rename(target, target+".orig"); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
+		if err := os.Link(target, target+".orig"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Rename(target, target+".orig"); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
 		}
 	}
 	if err := writeJSON(target, cfg); err != nil {

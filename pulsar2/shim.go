@@ -95,6 +95,9 @@ func WriteShim(dir string, opts ShimOptions) (string, error) {
 	if b, err := os.ReadFile(path); err == nil && !IsShim(b) {
 		return "", fmt.Errorf("shim: %s exists and was not written by edgectl; choose another -o or move it aside", path)
 	}
+	if _, err := atomicfile.CleanStale(dir, ShimFileName); err != nil {
+		return "", fmt.Errorf("shim: %w", err)
+	}
 	if err := atomicfile.WriteFile(path, ShimSource(opts), 0o644); err != nil {
 		return "", fmt.Errorf("shim: %w", err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -64,6 +64,9 @@ type Result struct {
 	Tensors     []TensorReport `json:"tensors"`
 	Files       []string       `json:"files"`
 	Warnings    []string       `json:"warnings,omitempty"`
+	// StaleRemoved lists temporaries of killed earlier runs writing the
+	// same outputs, removed before this one.
+	StaleRemoved []string `json:"stale_removed,omitempty"`
 }
 
 // InputError is bad input: a tensor the format cannot take, NaN/Inf, a
@@ -92,15 +95,19 @@ func Pack(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Output == "" {
 		return nil, fmt.Errorf("no output path: pass -o OUT")
 	}
-	if a, b := absPath(opts.Input), absPath(opts.Output); a == b {
-		return nil, inputErrorf("output %s is the input: choose another -o (inputs are never modified)", opts.Output)
+	if _, err := os.Stat(opts.Input); err != nil {
+		return nil, err
+	}
+	stale, err := guardOutputs(opts)
+	if err != nil {
+		return nil, err
 	}
 	src, err := openSource(opts.Input)
 	if err != nil {
 		return nil, err
 	}
 	defer src.close()
-	p := &packer{opts: opts, src: src, res: &Result{Output: opts.Output, Format: opts.Format, InputBytes: src.bytes}}
+	p := &packer{opts: opts, src: src, res: &Result{Output: opts.Output, Format: opts.Format, InputBytes: src.bytes, StaleRemoved: stale}}
 	start := time.Now()
 	switch opts.Format {
 	case FormatTQ2_0, FormatTQ1_0, FormatF16, FormatF32:
@@ -250,12 +257,4 @@ func (p *packer) transform(ctx context.Context, l *linear, outRowBytes int, orde
 		return err
 	})
 	return scales, err
-}
-
-func absPath(p string) string {
-	a, err := filepath.Abs(p)
-	if err != nil {
-		return p
-	}
-	return filepath.Clean(a)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/edgectl/edgectl/format/gguf"
 	"github.com/edgectl/edgectl/format/half"
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/failpoint"
 )
 
 // ggufTensor is one planned output tensor and how to produce its bytes.
@@ -211,6 +212,7 @@ func (p *packer) packGGUF(ctx context.Context) error {
 			return fmt.Errorf("internal: tensor %s was not written in full", t.name)
 		}
 		p.res.Tensors = append(p.res.Tensors, TensorReport{Name: t.name, Source: t.hf, Type: t.typ.String(), Shape: t.ne, Method: t.method})
+		failpoint.Hit("quant.tensor") // crash tests: kill -9 with the output half written
 	}
 	if err := w.Finish(); err != nil {
 		return err

@@ -3,12 +3,11 @@ package quant
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 
 	"github.com/edgectl/edgectl/format/h1b"
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/failpoint"
 	"github.com/edgectl/edgectl/sherry"
 )
 
@@ -151,7 +150,7 @@ func (p *packer) packH1B(ctx context.Context) error {
 	out := []string{p.opts.Output}
 	var tf *atomicfile.File
 	if tok != nil {
-		path := strings.TrimSuffix(p.opts.Output, filepath.Ext(p.opts.Output)) + ".htok"
+		path := htokPath(p.opts.Output)
 		if tf, err = atomicfile.Create(path, 0o644); err != nil {
 			return err
 		}
@@ -239,6 +238,7 @@ func (p *packer) writePacked(ctx context.Context, w *h1b.Writer, version int32, 
 		}
 	}
 	p.res.Tensors = append(p.res.Tensors, TensorReport{Name: name, Source: l.name, Type: h1b.Packing(version), Shape: []int64{int64(l.rows), int64(l.k)}, Method: method})
+	failpoint.Hit("quant.tensor") // crash tests: kill -9 with the output half written
 	return w.WriteScales(name, scales)
 }
 

@@ -50,6 +50,21 @@ func (t *patchTarget) check() error {
 	return nil
 }
 
+// resume finishes an interrupted --in-place patch of dir before planning,
+// so the plan sees the checkpoint whole. Only a real --in-place run does:
+// -o and --dry-run never modify the input (their plan refuses a pending
+// journal instead).
+func (t *patchTarget) resume(io *cli.IO, dir string) (*patch.Resumed, error) {
+	if !t.InPlace || t.DryRun {
+		return nil, nil
+	}
+	r, err := patch.Resume(dir)
+	if r != nil {
+		io.Logf("%s: an interrupted in-place patch was %s (%s)", dir, r.Action, strings.Join(r.Files, ", "))
+	}
+	return r, err
+}
+
 type patchConfigOptions struct {
 	Dir        string
 	EOS        int
@@ -88,6 +103,10 @@ func runPatchConfig(ctx context.Context, io *cli.IO, o *patchConfigOptions) erro
 	if err := o.check(); err != nil {
 		return err
 	}
+	resumed, err := o.resume(io, o.Dir)
+	if err != nil {
+		return err
+	}
 	opts := patch.ConfigOptions{KVCacheLen: o.KVCacheLen}
 	if o.EOSSet {
 		opts.EOS = &o.EOS
@@ -121,7 +140,7 @@ func runPatchConfig(ctx context.Context, io *cli.IO, o *patchConfigOptions) erro
 			diffs[e.Name] = patch.UnifiedDiff(e.Name, e.Old, e.New)
 		}
 		return io.WriteJSON(map[string]any{"dir": o.Dir, "output": outputName(o.patchTarget, o.Dir),
-			"dry_run": o.DryRun, "changes": nonNil(changes), "diff": diffs})
+			"dry_run": o.DryRun, "changes": nonNil(changes), "diff": diffs, "resumed": resumed})
 	}
 	if len(changes) == 0 {
 		io.Logf("%s: config already fine, nothing to change", o.Dir)
@@ -180,6 +199,10 @@ func runPatchLayerNorm(ctx context.Context, io *cli.IO, o *patchLayerNormOptions
 	if err := o.check(); err != nil {
 		return err
 	}
+	resumed, err := o.resume(io, o.Dir)
+	if err != nil {
+		return err
+	}
 	opts := patch.LayerNormOptions{DType: safetensors.DType(strings.ToUpper(o.DType)), Extra: o.Names}
 	if o.FillSet {
 		opts.Fill = &o.Fill
@@ -189,7 +212,7 @@ func runPatchLayerNorm(ctx context.Context, io *cli.IO, o *patchLayerNormOptions
 		return err
 	}
 	defer plan.Close()
-	if !o.DryRun && (len(plan.Adds) > 0 || o.Out != "") {
+	if !o.DryRun && (plan.Changes() || o.Out != "") {
 		out, err := patch.NewOutput(o.Dir, o.Out, o.InPlace)
 		if err != nil {
 			return err
@@ -216,9 +239,13 @@ func runPatchLayerNorm(ctx context.Context, io *cli.IO, o *patchLayerNormOptions
 	}
 	if io.JSON {
 		return io.WriteJSON(map[string]any{"dir": o.Dir, "output": outputName(o.patchTarget, o.Dir),
-			"dry_run": o.DryRun, "added": nonNil(plan.Adds)})
+			"dry_run": o.DryRun, "added": nonNil(plan.Adds), "unindexed": nonNil(plan.Unindexed), "resumed": resumed})
 	}
-	if len(plan.Adds) == 0 {
+	if len(plan.Unindexed) > 0 {
+		io.Logf("%s: %d tensors are in the shards but missing from %s's weight_map (%s, …): the index is rewritten with them",
+			o.Dir, len(plan.Unindexed), safetensors.IndexName, plan.Unindexed[0])
+	}
+	if !plan.Changes() {
 		io.Logf("%s: every expected norm tensor is present, nothing to add", o.Dir)
 	}
 	verb := "added"
@@ -228,7 +255,7 @@ func runPatchLayerNorm(ctx context.Context, io *cli.IO, o *patchLayerNormOptions
 	for _, a := range plan.Adds {
 		io.Logf("%s %s %s%v = %g in %s", verb, a.Name, a.DType, a.Shape, a.Fill, a.Shard)
 	}
-	if !o.DryRun && (len(plan.Adds) > 0 || o.Out != "") {
+	if !o.DryRun && (plan.Changes() || o.Out != "") {
 		io.Logf("wrote %s", outputName(o.patchTarget, o.Dir))
 	}
 	return nil

@@ -122,6 +122,9 @@ func runQuantPack(ctx context.Context, io *cli.IO, o *quantPackOptions) error {
 		io.Event(map[string]any{"event": "done", "result": res})
 		return nil
 	}
+	if len(res.StaleRemoved) > 0 {
+		io.Logf("removed %d temporaries left by killed runs: %s", len(res.StaleRemoved), strings.Join(res.StaleRemoved, ", "))
+	}
 	io.Printf("wrote %s (%s, %s → %s in %.1fs, %.2f GB/s)\n", strings.Join(res.Files, ", "), res.Format,
 		cli.Bytes(res.InputBytes), cli.Bytes(res.OutputBytes), res.Seconds, float64(res.InputBytes)/1e9/max(res.Seconds, 1e-9))
 	return nil

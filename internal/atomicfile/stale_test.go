@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func TestTempNamesCarryOwnerPID(t *testing.T) {
@@ -67,5 +68,68 @@ func TestCleanStaleRemovesOnlyOrphans(t *testing.T) {
 	}
 	if r, err := CleanStale(filepath.Join(dir, "missing")); err != nil || r != nil {
 		t.Fatalf("missing dir: %v %v", r, err)
+	}
+}
+
+// With names, CleanStale removes only the orphans of those outputs: a
+// command cleans up after its own killed runs.
+func TestCleanStaleByName(t *testing.T) {
+	dir := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("no true(1):", err)
+	}
+	pid := strconv.Itoa(dead.ProcessState.Pid())
+	mine := filepath.Join(dir, ".m.gguf.edgectl-tmp-"+pid+"-1")
+	htok := filepath.Join(dir, ".m.htok.edgectl-tmp-"+pid+"-2")
+	other := filepath.Join(dir, ".other.gguf.edgectl-tmp-"+pid+"-3")
+	for _, p := range []string{mine, htok, other} {
+		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := CleanStale(dir, "m.gguf", "m.htok")
+	if err != nil || len(removed) != 2 {
+		t.Fatalf("removed %v, %v; want the two of m.*", removed, err)
+	}
+	if _, err := os.Lstat(other); err != nil {
+		t.Fatalf("another output's orphan was removed: %v", err)
+	}
+	for name, want := range map[string]string{
+		filepath.Base(other):                      "other.gguf",
+		"..edgectl-patch.journal.edgectl-tmp-9-1": ".edgectl-patch.journal",
+	} {
+		if base, ok := TempOf(name); !ok || base != want {
+			t.Errorf("TempOf(%q) = %q, %v; want %q", name, base, ok, want)
+		}
+	}
+	if !OwnerAlive(os.Getpid()) || OwnerAlive(dead.ProcessState.Pid()) {
+		t.Errorf("OwnerAlive: self %v, dead child %v", OwnerAlive(os.Getpid()), OwnerAlive(dead.ProcessState.Pid()))
+	}
+}
+
+// A temporary with this process's PID that predates the process was left
+// by an earlier process with the same PID (a container's PID 1): stale.
+func TestCleanStaleOwnPIDFromAnEarlierProcess(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, ".m.gguf.edgectl-tmp-"+strconv.Itoa(os.Getpid())+"-1")
+	if err := os.WriteFile(old, []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := started.Add(-time.Minute)
+	if err := os.Chtimes(old, before, before); err != nil {
+		t.Fatal(err)
+	}
+	mine, err := Create(filepath.Join(dir, "m.gguf"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Abort()
+	removed, err := CleanStale(dir, "m.gguf")
+	if err != nil || len(removed) != 1 || removed[0] != old {
+		t.Fatalf("removed %v, %v; want only %s", removed, err, old)
+	}
+	if _, err := os.Stat(mine.Name()); err != nil {
+		t.Fatalf("this process's temporary was removed: %v", err)
 	}
 }
