@@ -3,11 +3,12 @@
 GO        ?= go
 BIN       := bin/edgectl
 PKGS      := ./...
+FUZZTIME  ?= 3s
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/edgectl/edgectl/internal/version.Version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: all build test test-arm64 lint bench bench-llamacpp demo cross loadtest clean
+.PHONY: all build test fuzz test-arm64 lint bench bench-llamacpp demo cross loadtest clean
 
 all: build
 
@@ -19,6 +20,24 @@ test: ## vet, formatting, and every test (offline, a few minutes on 2 cores)
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 15m $(PKGS)
+	@$(MAKE) --no-print-directory fuzz
+
+# Every FuzzXxx in the tree runs for FUZZTIME: packages with a `func Fuzz`
+# in a _test.go file are found by grep and their targets by `go test -list`,
+# so new targets join by themselves. Seeds and testdata/fuzz corpora already
+# ran as plain tests above. Locally: make fuzz FUZZTIME=30s.
+fuzz: ## each fuzz target for FUZZTIME (3s): the format readers, chat templates
+	@dirs=$$(grep -rl --include='*_test.go' --exclude-dir=testdata --exclude-dir=.git '^func Fuzz' . | xargs -r -n1 dirname | sort -u); \
+	list=$$($(GO) test -list '^Fuzz' $$dirs) || { echo "$$list"; exit 1; }; \
+	echo "$$list" | awk '/^Fuzz/ { names = names " " $$1; next } /^ok/ { if (names != "") print $$2 names; names = "" }' | \
+	while read pkg names; do for name in $$names; do \
+	  echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+	  out=$$($(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg 2>&1) || case "$$out" in \
+	    *"Failing input written"*) echo "$$out"; exit 1 ;; \
+	    *"context deadline exceeded"*) echo "  (Go's fuzztime deadline race, go.dev/issue/75804: no failing input; ignored)" ;; \
+	    *) echo "$$out"; exit 1 ;; \
+	  esac; \
+	done; done
 
 test-arm64: ## the engine, format and quant tests built for linux/arm64, run under qemu-user (apt-get install qemu-user)
 	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 ./engine/cpu ./engine/tokenizer ./format/... ./quant ./sherry

@@ -100,10 +100,17 @@ type File struct {
 }
 
 // Limits that keep a corrupt header from allocating unbounded memory.
+// Every count is also checked against the bytes left in the file before
+// anything is allocated; these caps bound a sparse or huge file as well.
 const (
 	maxDims      = 4
-	maxStringLen = 1 << 30
+	maxStringLen = 256 << 20 // chat templates are kilobytes
+	maxArrayLen  = 1 << 28   // vocabularies are ~10^5 entries
+	maxTensors   = 1 << 20
+	maxKVs       = 1 << 20
 )
+
+const fixRedo = "the file is corrupt or truncated: download or convert it again"
 
 // Open opens and validates a GGUF file.
 func Open(path string) (*File, error) {
@@ -112,7 +119,7 @@ func Open(path string) (*File, error) {
 		return nil, err
 	}
 	g := &File{Path: path, f: f, size: f.Size()}
-	if err := g.parse(); err != nil {
+	if err := g.parse(f); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -166,7 +173,7 @@ func (d *decoder) str() string {
 		return ""
 	}
 	if n > maxStringLen || int64(n) > d.size-d.off {
-		d.fail(at, "string length %d runs past the end of the file", n)
+		d.fail(at, "string length %d runs past the end of the %d-byte file or the %d-byte limit (%s)", n, d.size, maxStringLen, fixRedo)
 		return ""
 	}
 	b := make([]byte, n)
@@ -178,16 +185,17 @@ func (d *decoder) str() string {
 	return string(b)
 }
 
-// count reads an array/table length and checks that n items of at least
-// minSize bytes each fit in what is left of the file.
-func (d *decoder) count(what string, minSize int64) int64 {
+// count reads an array/table length and checks it against limit and
+// against n items of at least minSize bytes each fitting in what is left
+// of the file, before the caller allocates anything for them.
+func (d *decoder) count(what string, minSize, limit int64) int64 {
 	at := d.off
 	n := int64(d.u64())
 	if d.err != nil {
 		return 0
 	}
-	if n < 0 || (minSize > 0 && n > (d.size-d.off)/minSize) {
-		d.fail(at, "%s count %d is impossible for a %d-byte file (corrupt header)", what, uint64(n), d.size)
+	if n < 0 || n > limit || (minSize > 0 && n > (d.size-d.off)/minSize) {
+		d.fail(at, "%s count %d is impossible for a %d-byte file (at most %d; %s)", what, uint64(n), d.size, limit, fixRedo)
 		return 0
 	}
 	return n
@@ -242,7 +250,7 @@ func (d *decoder) array(depth int) (ValueType, any) {
 		d.fail(at, "array element type %d is not a GGUF value type", uint32(et))
 		return et, nil
 	}
-	n := d.count("array element", min)
+	n := d.count("array element", min, maxArrayLen)
 	if d.err != nil {
 		return et, nil
 	}
@@ -343,8 +351,10 @@ func decodeArray(et ValueType, raw []byte, n int) any {
 	return nil
 }
 
-func (g *File) parse() error {
-	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(g.f, 0, g.size), 1<<20), size: g.size, file: g.Path}
+// parse reads and validates the header from r (g.size bytes long).
+func (g *File) parse(r io.ReaderAt) error {
+	buf := int(min(g.size, 1<<20)) // a small file gets a small buffer
+	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(r, 0, g.size), buf), size: g.size, file: g.Path}
 	if g.size < 24 {
 		return &FormatError{File: g.Path, Offset: -1, Msg: fmt.Sprintf("file is %d bytes, too short for a GGUF header (24 bytes)", g.size)}
 	}
@@ -356,12 +366,12 @@ func (g *File) parse() error {
 	if g.Version != 2 && g.Version != 3 {
 		return &FormatError{File: g.Path, Offset: 4, Msg: fmt.Sprintf("GGUF version %d is not supported (2 or 3; big-endian files read as a huge version)", g.Version)}
 	}
-	nT := d.count("tensor", 8+4+4+8)
-	nKV := d.count("metadata", 8+4+1)
+	nT := d.count("tensor", 8+4+8+4+8, maxTensors)
+	nKV := d.count("metadata", 8+4+1, maxKVs)
 	if d.err != nil {
 		return d.err
 	}
-	g.kvIndex = make(map[string]int, nKV)
+	g.kvIndex = make(map[string]int, min(nKV, 1024)) // grows with what is really there
 	for i := int64(0); i < nKV; i++ {
 		at := d.off
 		kv := KV{Key: d.str()}
@@ -394,8 +404,8 @@ func (g *File) parse() error {
 		}
 		g.Alignment = int64(a)
 	}
-	g.tIndex = make(map[string]int, nT)
-	g.Tensors = make([]TensorInfo, 0, nT)
+	g.tIndex = make(map[string]int, min(nT, 4096))
+	g.Tensors = make([]TensorInfo, 0, min(nT, 4096))
 	for i := int64(0); i < nT; i++ {
 		at := d.off
 		t := TensorInfo{Name: d.str()}
@@ -427,7 +437,7 @@ func (g *File) parse() error {
 		elems := int64(1)
 		for j, n := range t.Ne {
 			if n < 0 || (n > 0 && elems > math.MaxInt64/n) {
-				return fail("dimension ne[%d] = %d is out of range", j, uint64(n))
+				return fail("dimension ne[%d] = %d is out of range (%s)", j, uint64(n), fixRedo)
 			}
 			elems *= n
 		}

@@ -18,6 +18,7 @@ package h1b
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -161,37 +162,72 @@ func DecodeHeader(b []byte) (Header, error) {
 		h.RopeTheta = math.Float32frombits(le.Uint32(b[44:]))
 		h.RMSNormEps = math.Float32frombits(le.Uint32(b[48:]))
 	}
-	return h, h.Validate()
+	if err := h.Validate(); err != nil {
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			return h, fmt.Errorf("byte %d: %w (the header is corrupt, or the file is not an .h1b: re-export it, e.g. `edgectl quant pack`)", fieldOffset[fe.field], err)
+		}
+		return h, err
+	}
+	return h, nil
 }
+
+// MaxSeqLenLimit bounds max_seq_len: a context past 16M positions is a
+// corrupt header, not a model (and readers size a KV cache from it).
+const MaxSeqLenLimit = 1 << 24
+
+// fieldError is a Validate fault in one header field; DecodeHeader adds
+// the field's byte offset.
+type fieldError struct {
+	field string
+	msg   string
+}
+
+func (e *fieldError) Error() string { return e.msg }
+
+func badField(field, format string, args ...any) error {
+	return &fieldError{field: field, msg: fmt.Sprintf(format, args...)}
+}
+
+var fieldOffset = map[string]int{"version": 4, "hidden_size": 8, "intermediate_size": 12, "num_layers": 16,
+	"num_heads": 20, "num_kv_heads": 24, "vocab_size": 28, "max_seq_len": 32, "flags": 40, "rope_theta": 44, "rms_norm_eps": 48}
 
 // Validate applies the loaders' bounds (OS h1b_loader.cpp) and rejects
 // what this package cannot lay out.
 func (h Header) Validate() error {
 	switch {
 	case h.Version == 5:
-		return fmt.Errorf(".h1b v5 (int8 WMMA) is not supported: repack to v2, v3 or v4")
+		return badField("version", ".h1b v5 (int8 WMMA) is not supported: repack to v2, v3 or v4")
 	case h.Version < 1 || h.Version > 4:
-		return fmt.Errorf(".h1b version %d is not supported (1–4)", h.Version)
+		return badField("version", ".h1b version %d is not supported (1–4)", h.Version)
 	case h.Flags&(FlagBonsaiQ1|FlagBonsaiTQ2) != 0:
-		return fmt.Errorf("flags 0x%x: Bonsai payloads (0x4, 0x8) are not supported", h.Flags)
+		return badField("flags", "flags 0x%x: Bonsai payloads (0x4, 0x8) are not supported", h.Flags)
 	case h.NumLayers <= 0 || h.NumLayers > 4096:
-		return fmt.Errorf("num_layers %d is outside 1..4096", h.NumLayers)
+		return badField("num_layers", "num_layers %d is outside 1..4096", h.NumLayers)
 	case h.HiddenSize <= 0 || h.HiddenSize > 65536:
-		return fmt.Errorf("hidden_size %d is outside 1..65536", h.HiddenSize)
+		return badField("hidden_size", "hidden_size %d is outside 1..65536", h.HiddenSize)
 	case h.IntermediateSize <= 0 || h.IntermediateSize > 262144:
-		return fmt.Errorf("intermediate_size %d is outside 1..262144", h.IntermediateSize)
+		return badField("intermediate_size", "intermediate_size %d is outside 1..262144", h.IntermediateSize)
 	case h.NumHeads <= 0 || h.NumKVHeads <= 0 || h.NumHeads%h.NumKVHeads != 0:
-		return fmt.Errorf("num_heads %d is not a positive multiple of num_kv_heads %d", h.NumHeads, h.NumKVHeads)
+		return badField("num_heads", "num_heads %d is not a positive multiple of num_kv_heads %d", h.NumHeads, h.NumKVHeads)
 	case h.HiddenSize%h.NumHeads != 0:
-		return fmt.Errorf("hidden_size %d is not a multiple of num_heads %d", h.HiddenSize, h.NumHeads)
+		return badField("hidden_size", "hidden_size %d is not a multiple of num_heads %d", h.HiddenSize, h.NumHeads)
 	case h.VocabSize <= 0 || h.VocabSize > 1<<24:
-		return fmt.Errorf("vocab_size %d is outside 1..2^24", h.VocabSize)
+		return badField("vocab_size", "vocab_size %d is outside 1..2^24", h.VocabSize)
+	case h.MaxSeqLen < 0 || h.MaxSeqLen > MaxSeqLenLimit:
+		return badField("max_seq_len", "max_seq_len %d is outside 0..2^24", h.MaxSeqLen)
+	case h.Version >= 2 && !finite(h.RopeTheta):
+		return badField("rope_theta", "rope_theta %v is not a finite number", h.RopeTheta)
+	case h.Version >= 2 && !finite(h.RMSNormEps):
+		return badField("rms_norm_eps", "rms_norm_eps %v is not a finite number", h.RMSNormEps)
 	}
 	if h.Version == 3 && (h.HiddenSize%32 != 0 || h.IntermediateSize%32 != 0) {
-		return fmt.Errorf("Sherry (.h1b v3) needs hidden_size %d and intermediate_size %d to be multiples of 32", h.HiddenSize, h.IntermediateSize)
+		return badField("hidden_size", "Sherry (.h1b v3) needs hidden_size %d and intermediate_size %d to be multiples of 32", h.HiddenSize, h.IntermediateSize)
 	}
 	return nil
 }
+
+func finite(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
 
 // Kind says how a region of the body is stored.
 type Kind int
@@ -228,7 +264,12 @@ var LinearNames = []string{"q", "k", "v", "o", "gate", "up", "down"}
 
 // Layout computes every region's position from the header. end is the
 // offset just past the last layer.
-func Layout(h Header) (ts []Tensor, end int64, err error) {
+func Layout(h Header) (ts []Tensor, end int64, err error) { return layout(h, math.MaxInt64) }
+
+// layout is Layout that stops at the first region ending past stop (a
+// reader's file size), returning it last with end > stop: a corrupt
+// header's 4096 layers are not laid out just to report a short file.
+func layout(h Header, stop int64) (ts []Tensor, end int64, err error) {
 	if err := h.Validate(); err != nil {
 		return nil, 0, err
 	}
@@ -242,9 +283,15 @@ func Layout(h Header) (ts []Tensor, end int64, err error) {
 	}
 	ts = append(ts, Tensor{Name: "embedding", Kind: F32, Rows: int(h.VocabSize), K: hs, Offset: off, Size: 4 * int64(h.VocabSize) * int64(hs)})
 	off += ts[0].Size
+	if off > stop {
+		return ts, off, nil
+	}
 	vec("final_norm", F32, hs)
 	shapes := [][2]int{{nh * hd, hs}, {nkv * hd, hs}, {nkv * hd, hs}, {hs, nh * hd}, {is, hs}, {is, hs}, {hs, is}}
 	for l := 0; l < int(h.NumLayers); l++ {
+		if off > stop {
+			break // the previous layer's last region does not fit
+		}
 		p := fmt.Sprintf("layers.%d.", l)
 		vec(p+"input_norm", F32, hs)
 		vec(p+"post_attn_norm", F32, hs)

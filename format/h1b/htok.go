@@ -5,7 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/edgectl/edgectl/format/internal/modelfile"
 )
 
 // HtokMagic is the .htok signature.
@@ -61,8 +62,10 @@ func DecodeTokenizer(b []byte, name string) (*Tokenizer, error) {
 	le := binary.LittleEndian
 	nv, nm := le.Uint32(b[4:]), le.Uint32(b[8:])
 	t := &Tokenizer{BOS: le.Uint32(b[12:]), EOS: le.Uint32(b[16:])}
-	if int64(nv)*2 > int64(len(b)) || int64(nm)*12 > int64(len(b)) {
-		return nil, fail(4, "counts (%d tokens, %d merges) do not fit in %d bytes", nv, nm, len(b))
+	// Every token takes at least 2 bytes and every merge 12: counts that
+	// cannot fit are refused before the tables are allocated.
+	if nv > 1<<24 || int64(nv)*2 > int64(len(b)-20) || int64(nm)*12 > int64(len(b)-20) {
+		return nil, fail(4, "counts (%d tokens, %d merges) do not fit in %d bytes or exceed 2^24 tokens (the file is corrupt: re-export it)", nv, nm, len(b))
 	}
 	off := 20
 	t.Tokens = make([]string, nv)
@@ -94,9 +97,15 @@ func DecodeTokenizer(b []byte, name string) (*Tokenizer, error) {
 	return t, nil
 }
 
-// ReadTokenizer reads an .htok file.
+// MaxHtokSize caps an .htok file (a 2^24-token vocabulary with merges is
+// well under it).
+const MaxHtokSize = 256 << 20
+
+// ReadTokenizer reads an .htok file. It must be a regular file (or a
+// symlink to one) of at most MaxHtokSize bytes; a FIFO is refused without
+// blocking.
 func ReadTokenizer(path string) (*Tokenizer, error) {
-	b, err := os.ReadFile(path)
+	b, err := modelfile.ReadFile(path, MaxHtokSize, "an .htok file")
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package h1b
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/edgectl/edgectl/internal/mmapfile"
@@ -31,39 +32,49 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	g, err := parse(f, f.Size(), path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	g.f = f
+	return g, nil
+}
+
+// parse validates the header of an .h1b of the given size read through r
+// and lays out its regions, all of which must lie inside the file.
+func parse(r io.ReaderAt, size int64, path string) (*File, error) {
 	hb := make([]byte, 52)
-	n, _ := f.ReadAt(hb, 0)
+	n, _ := r.ReadAt(hb, 0)
 	h, err := DecodeHeader(hb[:n])
 	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	ts, end, err := Layout(h)
+	ts, end, err := layout(h, size)
 	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if end > f.Size() {
-		// Name the first region that does not fit.
+	if end > size {
+		// Name the first region that does not fit (layout stopped soon
+		// after it).
 		for _, t := range ts {
 			stop := t.Offset + t.Size
 			if t.Kind == Packed {
 				stop = t.ScalesOffset + 4*int64(t.Rows)
 			}
-			if stop > f.Size() {
-				f.Close()
+			if stop > size {
 				return nil, fmt.Errorf("%s: byte %d: tensor %q [%d×%d] ends at byte %d, past the end of the %d-byte file (truncated, or the header dims are wrong: %d layers, hidden %d, intermediate %d, vocab %d)",
-					path, t.Offset, t.Name, t.Rows, t.K, stop, f.Size(), h.NumLayers, h.HiddenSize, h.IntermediateSize, h.VocabSize)
+					path, t.Offset, t.Name, t.Rows, t.K, stop, size, h.NumLayers, h.HiddenSize, h.IntermediateSize, h.VocabSize)
 			}
 		}
 	}
 	// An untied model's LM head, when a writer appended it as f32
 	// [vocab][hidden] right after the last layer (edgectl does), is exposed
 	// as "lm_head"; other trailing bytes stay anonymous.
-	if head := 4 * int64(h.VocabSize) * int64(h.HiddenSize); h.TieEmbeddings == 0 && f.Size()-end == head {
+	if head := 4 * int64(h.VocabSize) * int64(h.HiddenSize); h.TieEmbeddings == 0 && size-end == head {
 		ts = append(ts, Tensor{Name: "lm_head", Kind: F32, Rows: int(h.VocabSize), K: int(h.HiddenSize), Offset: end, Size: head})
 	}
-	g := &File{Path: path, Header: h, Tensors: ts, End: end, f: f, size: f.Size(), index: make(map[string]int, len(ts))}
+	g := &File{Path: path, Header: h, Tensors: ts, End: end, size: size, index: make(map[string]int, len(ts))}
 	for i, t := range ts {
 		g.index[t.Name] = i
 	}

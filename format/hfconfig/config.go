@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"unicode/utf8"
+
+	"github.com/edgectl/edgectl/format/internal/modelfile"
 )
 
 // IDs is a token-id field that configs write as a number, an array or null
@@ -155,12 +157,18 @@ func (e *LoadError) Error() string {
 }
 func (e *LoadError) Unwrap() error { return e.Kind }
 
+// MaxFileSize caps config.json and generation_config.json; real ones are a
+// few kilobytes (a classifier's id2label map can reach a megabyte).
+const MaxFileSize = 16 << 20
+
 // Load reads a config file. A directory argument means DIR/config.json.
+// The file must be a regular file (or a symlink to one) of at most
+// MaxFileSize bytes; a FIFO or device is refused without blocking.
 func Load(path string) (*Config, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "config.json")
 	}
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, &LoadError{Path: path, Kind: ErrMissing, Msg: "no such file",
 			Fix: "a Hugging Face checkpoint directory needs config.json; pull the full repository"}
@@ -169,6 +177,17 @@ func Load(path string) (*Config, error) {
 		return nil, err
 	}
 	return Parse(b, path)
+}
+
+// readFile reads a config through modelfile, reporting what it refuses as
+// a LoadError of kind ErrInvalid.
+func readFile(path string) ([]byte, error) {
+	b, err := modelfile.ReadFile(path, MaxFileSize, "a config file")
+	var me *modelfile.Error
+	if errors.As(err, &me) {
+		return nil, &LoadError{Path: me.Path, Kind: ErrInvalid, Msg: me.Msg, Fix: me.Fix}
+	}
+	return b, err
 }
 
 // Parse decodes config bytes; name is used in errors.
@@ -180,6 +199,10 @@ func Parse(b []byte, name string) (*Config, error) {
 	if !utf8.Valid(b) {
 		return nil, &LoadError{Path: name, Kind: ErrInvalid, Msg: fmt.Sprintf("not valid UTF-8 at byte %d", firstBad(b)),
 			Fix: "config.json must be UTF-8 JSON; re-download it"}
+	}
+	if trimmed := bytes.TrimLeft(b, " \t\r\n"); trimmed[0] != '{' {
+		return nil, &LoadError{Path: name, Kind: ErrInvalid, Msg: fmt.Sprintf("top level is %s, not a JSON object", jsonKind(trimmed[0])),
+			Fix: "restore the upstream file from the original Hugging Face repository"}
 	}
 	var c Config
 	if err := json.Unmarshal(b, &c); err != nil {
@@ -193,6 +216,23 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	c.Path, c.Raw = name, b
 	return &c, nil
+}
+
+// jsonKind names the JSON value starting with byte c.
+func jsonKind(c byte) string {
+	switch {
+	case c == 'n':
+		return "null"
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == '-' || (c >= '0' && c <= '9'):
+		return "a number"
+	}
+	return fmt.Sprintf("%q (not JSON)", c)
 }
 
 func describeJSONError(b []byte, err error) string {

@@ -26,7 +26,7 @@ type GenerationConfig struct {
 // empty config, not an error (most checkpoints have one, some do not).
 func LoadGeneration(dir string) (*GenerationConfig, error) {
 	path := filepath.Join(dir, "generation_config.json")
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return &GenerationConfig{}, nil
 	}

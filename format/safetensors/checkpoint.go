@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/edgectl/edgectl/format/internal/modelfile"
 )
 
 // IndexName is the file that maps tensors to shards in a sharded checkpoint.
@@ -32,12 +34,21 @@ func (ix *Index) TotalSize() int64 {
 	return -1
 }
 
-// ReadIndex parses an index file.
+// MaxIndexSize caps model.safetensors.index.json: the largest real ones
+// (tens of thousands of tensors) are around 10 MB.
+const MaxIndexSize = 64 << 20
+
+// ReadIndex parses an index file. It must be a regular file (or a symlink
+// to one) of at most MaxIndexSize bytes.
 func ReadIndex(path string) (*Index, error) {
-	b, err := os.ReadFile(path)
+	b, err := modelfile.ReadFile(path, MaxIndexSize, "a shard index")
 	if err != nil {
 		return nil, err
 	}
+	return parseIndex(b, path)
+}
+
+func parseIndex(b []byte, path string) (*Index, error) {
 	var ix Index
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -46,6 +57,18 @@ func ReadIndex(path string) (*Index, error) {
 	}
 	if ix.WeightMap == nil {
 		return nil, fmt.Errorf("%s: no weight_map", path)
+	}
+	tensors := make([]string, 0, len(ix.WeightMap))
+	for tensor := range ix.WeightMap {
+		tensors = append(tensors, tensor)
+	}
+	sort.Strings(tensors) // the first bad entry, the same every run
+	for _, tensor := range tensors {
+		shard := ix.WeightMap[tensor]
+		if _, err := modelfile.Join(filepath.Dir(path), shard); err != nil {
+			return nil, fmt.Errorf("%s: weight_map[%q] names shard %q, which is not a file name inside the model directory: an index may only name files beside it (re-download the index or fix the entry)",
+				path, tensor, shard)
+		}
 	}
 	return &ix, nil
 }
@@ -81,6 +104,9 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 	if ix, err := ReadIndex(filepath.Join(dir, IndexName)); err == nil {
 		c.Index = ix
 		set := map[string]bool{}
+		// parseIndex checked that every shard is a local name; symlinks
+		// are followed at open time, only to regular files (mmapfile
+		// refuses FIFOs and devices without blocking on them).
 		for _, shard := range ix.WeightMap {
 			if !set[shard] {
 				set[shard] = true
@@ -99,12 +125,14 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%s: %w (expected model.safetensors or %s)", dir, ErrNoWeights, IndexName)
 	}
 	sort.Strings(names)
+	shardOf := map[*File]string{}
 	for _, n := range names {
-		f, err := Open(filepath.Join(dir, n))
+		f, err := Open(filepath.Join(dir, filepath.FromSlash(n)))
 		if err != nil {
 			c.Close()
 			return nil, err
 		}
+		shardOf[f] = n
 		c.Files = append(c.Files, f)
 		for _, t := range f.Tensors {
 			if prev, dup := c.byName[t.Name]; dup {
@@ -121,9 +149,9 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 				c.Close()
 				return nil, fmt.Errorf("%s: weight_map names tensor %q in %s, but no shard holds it", filepath.Join(dir, IndexName), name, shard)
 			}
-			if filepath.Base(f.Path) != shard {
+			if shardOf[f] != shard {
 				c.Close()
-				return nil, fmt.Errorf("%s: weight_map puts %q in %s, but it is in %s", filepath.Join(dir, IndexName), name, shard, filepath.Base(f.Path))
+				return nil, fmt.Errorf("%s: weight_map puts %q in %s, but it is in %s", filepath.Join(dir, IndexName), name, shard, shardOf[f])
 			}
 		}
 	}

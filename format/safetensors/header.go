@@ -179,7 +179,7 @@ func ReadHeader(r io.ReaderAt, size int64, name string) (*Header, error) {
 		}
 		want, ok := byteSize(t)
 		if !ok {
-			return nil, fail(dataStart+t.Begin, t.Name, "", "shape %v overflows", t.Shape)
+			return nil, fail(dataStart+t.Begin, t.Name, "the header is corrupt: re-download or re-convert the file", "shape %v is too large to address (its element count overflows 64 bits)", t.Shape)
 		}
 		if t.End-t.Begin != want {
 			return nil, fail(dataStart+t.Begin, t.Name, "", "%s shape %v needs %d bytes but data_offsets [%d, %d] hold %d",
@@ -187,23 +187,31 @@ func ReadHeader(r io.ReaderAt, size int64, name string) (*Header, error) {
 		}
 		prevEnd = t.End
 	}
-	if dataStart+prevEnd != size {
-		if dataStart+prevEnd > size {
-			return nil, fail(size, "", fixRedownload, "file ends at byte %d but its tensors need %d bytes", size, dataStart+prevEnd)
+	// Compared as prevEnd vs size-dataStart: dataStart+prevEnd can overflow.
+	if prevEnd != size-dataStart {
+		if prevEnd > size-dataStart {
+			return nil, fail(size, "", fixRedownload, "file ends at byte %d but its tensors need %d bytes of data after the %d-byte header", size, prevEnd, dataStart)
 		}
 		return nil, fail(dataStart+prevEnd, "", "", "%d bytes after the last tensor", size-dataStart-prevEnd)
 	}
 	return h, nil
 }
 
+// byteSize is the storage size shape and dtype imply. The product of the
+// non-zero dimensions must fit too: a zero-element tensor of shape
+// [0, 2^62, 2^62] is harmless here but not to a caller that sizes a
+// buffer from one dimension or multiplies two of them.
 func byteSize(t Tensor) (int64, bool) {
-	n := uint64(1)
+	n, nonZero := uint64(1), uint64(1)
 	for _, d := range t.Shape {
-		hi, lo := bits.Mul64(n, uint64(d))
-		if hi != 0 || lo > math.MaxInt64/64 {
-			return 0, false
+		if d > 0 {
+			hi, lo := bits.Mul64(nonZero, uint64(d))
+			if hi != 0 || lo > math.MaxInt64/64 {
+				return 0, false
+			}
+			nonZero = lo
 		}
-		n = lo
+		n *= uint64(d) // ≤ nonZero, or 0
 	}
 	return t.DType.ByteSize(int64(n)), true
 }

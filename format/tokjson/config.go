@@ -2,8 +2,12 @@ package tokjson
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/edgectl/edgectl/format/internal/modelfile"
 )
 
 // Config is the part of tokenizer_config.json edgectl uses.
@@ -20,35 +24,51 @@ type Config struct {
 
 // LoadConfig reads DIR/tokenizer_config.json (missing file: empty Config)
 // and DIR/chat_template.jinja, which newer transformers versions write
-// instead of the chat_template key.
+// instead of the chat_template key. Both must be regular files (or
+// symlinks to one) of at most MaxConfigSize bytes.
 func LoadConfig(dir string) (*Config, error) {
-	c := &Config{}
-	b, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
-	if err == nil {
-		var raw struct {
-			BOS          json.RawMessage `json:"bos_token"`
-			EOS          json.RawMessage `json:"eos_token"`
-			Pad          json.RawMessage `json:"pad_token"`
-			Unk          json.RawMessage `json:"unk_token"`
-			AddBOS       *bool           `json:"add_bos_token"`
-			AddEOS       *bool           `json:"add_eos_token"`
-			ChatTemplate json.RawMessage `json:"chat_template"`
-			Class        string          `json:"tokenizer_class"`
-		}
-		if err := json.Unmarshal(b, &raw); err != nil {
-			return nil, &os.PathError{Op: "parse", Path: filepath.Join(dir, "tokenizer_config.json"), Err: err}
-		}
-		c.BOSToken, c.EOSToken = tokenString(raw.BOS), tokenString(raw.EOS)
-		c.PadToken, c.UnkToken = tokenString(raw.Pad), tokenString(raw.Unk)
-		c.AddBOS, c.AddEOS, c.Class = raw.AddBOS, raw.AddEOS, raw.Class
-		c.ChatTemplate = chatTemplate(raw.ChatTemplate)
-	} else if !os.IsNotExist(err) {
+	path := filepath.Join(dir, "tokenizer_config.json")
+	b, err := modelfile.ReadFile(path, MaxConfigSize, "a tokenizer_config.json")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	if t, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil && c.ChatTemplate == "" {
+	c := &Config{}
+	if err == nil {
+		if c, err = parseConfig(b, path); err != nil {
+			return nil, err
+		}
+	}
+	if c.ChatTemplate == "" {
+		t, err := modelfile.ReadFile(filepath.Join(dir, "chat_template.jinja"), MaxConfigSize, "a chat template")
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 		c.ChatTemplate = string(t)
 	}
 	return c, nil
+}
+
+// parseConfig decodes tokenizer_config.json bytes; path is used in errors.
+func parseConfig(b []byte, path string) (*Config, error) {
+	var raw struct {
+		BOS          json.RawMessage `json:"bos_token"`
+		EOS          json.RawMessage `json:"eos_token"`
+		Pad          json.RawMessage `json:"pad_token"`
+		Unk          json.RawMessage `json:"unk_token"`
+		AddBOS       *bool           `json:"add_bos_token"`
+		AddEOS       *bool           `json:"add_eos_token"`
+		ChatTemplate json.RawMessage `json:"chat_template"`
+		Class        string          `json:"tokenizer_class"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, &os.PathError{Op: "parse", Path: path, Err: err}
+	}
+	return &Config{
+		BOSToken: tokenString(raw.BOS), EOSToken: tokenString(raw.EOS),
+		PadToken: tokenString(raw.Pad), UnkToken: tokenString(raw.Unk),
+		AddBOS: raw.AddBOS, AddEOS: raw.AddEOS, Class: raw.Class,
+		ChatTemplate: chatTemplate(raw.ChatTemplate),
+	}, nil
 }
 
 // tokenString accepts "tok" or {"content": "tok", …} (AddedToken form).

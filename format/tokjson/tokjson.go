@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/edgectl/edgectl/format/internal/modelfile"
 )
 
 // File is a parsed tokenizer.json.
@@ -52,12 +54,30 @@ type AddedToken struct {
 	Special    bool   `json:"special"`
 }
 
-// Load reads tokenizer.json; a directory means DIR/tokenizer.json.
+// Limits on what a tokenizer file may declare, checked before anything is
+// sized from it. The largest published vocabularies are ~260K tokens and
+// their tokenizer.json ~35 MB.
+const (
+	// MaxVocab bounds every token id (and the Unigram piece count).
+	MaxVocab = 1 << 24
+	// idSlack is how far past its token count a file may number ids:
+	// Tokens() allocates one slot per id up to the highest, so ids must be
+	// roughly dense (padding a vocabulary is fine, 10^9 for 5 tokens not).
+	idSlack = 1 << 16
+	// MaxFileSize caps tokenizer.json.
+	MaxFileSize = 256 << 20
+	// MaxConfigSize caps tokenizer_config.json and chat_template.jinja.
+	MaxConfigSize = 32 << 20
+)
+
+// Load reads tokenizer.json; a directory means DIR/tokenizer.json. The
+// file must be a regular file (or a symlink to one) of at most MaxFileSize
+// bytes; a FIFO or device is refused without blocking.
 func Load(path string) (*File, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "tokenizer.json")
 	}
-	b, err := os.ReadFile(path)
+	b, err := modelfile.ReadFile(path, MaxFileSize, "a tokenizer.json")
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +132,9 @@ func Parse(b []byte) (*File, error) {
 		if err := json.Unmarshal(mv.Vocab, &pieces); err != nil {
 			return nil, fmt.Errorf("model.vocab: %v", err)
 		}
+		if len(pieces) > MaxVocab {
+			return nil, fmt.Errorf("model.vocab has %d pieces, over the %d limit (the file is corrupt or hostile: restore the original tokenizer.json)", len(pieces), MaxVocab)
+		}
 		f.Model.Vocab = make(map[string]int, len(pieces))
 		for i, p := range pieces {
 			var s string
@@ -140,7 +163,40 @@ func Parse(b []byte) (*File, error) {
 		}
 		f.Model.Merges = append(f.Model.Merges, pair)
 	}
+	if err := f.checkIDs(); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// checkIDs bounds every token id before anything is sized from them:
+// Tokens() makes a table as long as the highest id.
+func (f *File) checkIDs() error {
+	n := len(f.Model.Vocab) + len(f.AddedTokens)
+	if n == 0 {
+		return errors.New("no tokens: model.vocab and added_tokens are both empty (restore the original tokenizer.json)")
+	}
+	limit := min(MaxVocab, 2*n+idSlack)
+	bad := func(where string, id int) error {
+		return fmt.Errorf("%s has id %d, outside 0..%d for a file of %d tokens (ids must be dense and below %d; the file is corrupt or hostile: restore the original tokenizer.json)",
+			where, id, limit-1, n, MaxVocab)
+	}
+	for i, a := range f.AddedTokens {
+		if a.ID < 0 || a.ID >= limit {
+			return bad(fmt.Sprintf("added_tokens[%d] %q", i, a.Content), a.ID)
+		}
+	}
+	// Map order is random: report the same (smallest) offender every run.
+	found, worst, worstTok := false, 0, ""
+	for s, id := range f.Model.Vocab {
+		if (id < 0 || id >= limit) && (!found || s < worstTok) {
+			found, worst, worstTok = true, id, s
+		}
+	}
+	if found {
+		return bad(fmt.Sprintf("model.vocab[%q]", worstTok), worst)
+	}
+	return nil
 }
 
 func nullToNil(m json.RawMessage) json.RawMessage {

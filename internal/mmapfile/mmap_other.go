@@ -12,3 +12,5 @@ const pageSize = 4096
 func mmap(f *os.File, size int64) ([]byte, error) { return nil, errors.New("mmap unsupported") }
 func dontNeed(b []byte)                           {}
 func munmap(b []byte)                             {}
+
+const openFlags = 0

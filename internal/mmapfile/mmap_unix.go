@@ -24,3 +24,6 @@ func munmap(b []byte) {
 		unix.Munmap(b)
 	}
 }
+
+// openFlags keeps open(2) from blocking on a FIFO.
+const openFlags = unix.O_NONBLOCK

@@ -26,7 +26,9 @@ type File struct {
 // Open opens path for reading; what names the expected kind in the error
 // for a directory ("a .gguf file").
 func Open(path, what string) (*File, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO (say, a hostile shard index entry) opens at once
+	// instead of waiting forever for a writer, and is refused below.
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +41,23 @@ func Open(path, what string) (*File, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s is a directory, not %s", path, what)
 	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is %s, not a regular file: %s must be a regular file or a symlink to one (replace it with the real file)", path, special(st.Mode()), what)
+	}
 	return &File{File: f, size: st.Size()}, nil
+}
+
+func special(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // Size is the file length in bytes.
