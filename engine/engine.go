@@ -28,7 +28,11 @@ type Engine interface {
 
 // LoadOptions tune how a model is loaded.
 type LoadOptions struct {
-	// ContextLength caps the KV cache (0: the model's own limit).
+	// ContextLength is the context (KV cache positions) a model's sessions
+	// reserve, at most the model's own limit. 0: the model's own limit,
+	// which an engine bounds by what memory can hold (the CPU engine: a
+	// full cache within half of the available memory, and 2^20 positions;
+	// see docs/engine.md). ModelInfo.ContextLength reports the result.
 	ContextLength int
 	// Threads for CPU work (0: all cores).
 	Threads int
@@ -74,11 +78,11 @@ type Session interface {
 // ModelInfo describes a loaded model for /api/show, /api/tags and logs.
 type ModelInfo struct {
 	Name          string `json:"name"`
-	Architecture  string `json:"architecture"` // llama, qwen2, qwen3, bitnet, …
-	Format        string `json:"format"`       // safetensors, gguf, h1b, axmodel
-	Quantization  string `json:"quantization"` // F32, F16, BF16, TQ2_0, TQ1_0, sherry, halo2, tq1h, w8a16, …
-	Parameters    int64  `json:"parameters"`   // parameter count, 0 if unknown
-	ContextLength int    `json:"context_length"`
+	Architecture  string `json:"architecture"`   // llama, qwen2, qwen3, bitnet, …
+	Format        string `json:"format"`         // safetensors, gguf, h1b, axmodel
+	Quantization  string `json:"quantization"`   // F32, F16, BF16, TQ2_0, TQ1_0, sherry, halo2, tq1h, w8a16, …
+	Parameters    int64  `json:"parameters"`     // parameter count, 0 if unknown
+	ContextLength int    `json:"context_length"` // the context in use (see LoadOptions.ContextLength)
 	VocabSize     int    `json:"vocab_size"`
 	SizeBytes     int64  `json:"size_bytes"` // memory the model holds while loaded
 	ChatTemplate  string `json:"chat_template,omitempty"`

@@ -108,7 +108,7 @@ func New(opts Options) (*Server, error) {
 	s.sched = newScheduler(lanes, opts.MaxQueue, opts.KeepAlive, opts.Logf, s.metrics)
 	s.sched.engines = opts.Engines
 	s.sched.loadOpts = func(l *lane) engine.LoadOptions {
-		return engine.LoadOptions{Threads: l.cfg.Threads, Mmap: l.cfg.Mmap, Head: l.cfg.Head}
+		return engine.LoadOptions{Threads: l.cfg.Threads, Mmap: l.cfg.Mmap, Head: l.cfg.Head, ContextLength: l.cfg.Context}
 	}
 	for _, w := range s.reg.Warnings() {
 		opts.Logf("warning: %s", w)

@@ -75,7 +75,7 @@ through it (--raw sends the text as is). Timing goes to stderr at the end.`,
 	f.Float64Var(&opts.RepeatPenalty, "repeat-penalty", 1.0, "penalty for tokens of the last 64 (1: off)")
 	f.Int64Var(&opts.Seed, "seed", 0, "random seed (default: random)")
 	f.StringArrayVar(&opts.Stop, "stop", nil, "stop when this string is generated (repeatable)")
-	f.IntVar(&opts.Context, "ctx", 0, "context window in tokens (0: the model's own)")
+	f.IntVar(&opts.Context, "ctx", 0, "context window in tokens (0: the model's own, bounded by memory)")
 	f.IntVar(&opts.Threads, "threads", 0, "CPU threads (0: all cores)")
 	f.BoolVar(&opts.Mmap, "mmap", false, "serve weights from the file mapping instead of copying them into memory")
 	f.StringVar(&opts.Head, "head", "", "LM head in memory: q8 or float (default: q8 for ternary models)")
@@ -101,6 +101,9 @@ func runRun(ctx context.Context, io *cli.IO, opts *runOptions) error {
 	if opts.MaxTokens < 0 {
 		return cli.Usagef("--max-tokens must be ≥ 0 (got %d)", opts.MaxTokens)
 	}
+	if opts.Context < 0 {
+		return cli.Usagef("--ctx must be ≥ 0 (got %d)", opts.Context)
+	}
 	loadStart := time.Now()
 	m, err := cpu.New().Load(ctx, opts.Model, engine.LoadOptions{ContextLength: opts.Context, Threads: opts.Threads, Mmap: opts.Mmap, Head: opts.Head})
 	if err != nil {
@@ -108,7 +111,8 @@ func runRun(ctx context.Context, io *cli.IO, opts *runOptions) error {
 	}
 	defer m.Close()
 	info := m.Info()
-	io.Logf("loaded %s (%s %s, %s) in %s", info.Name, info.Architecture, info.Quantization, info.Format, time.Since(loadStart).Round(time.Millisecond))
+	io.Logf("loaded %s (%s %s, %s, context %d tokens) in %s", info.Name, info.Architecture, info.Quantization, info.Format,
+		info.ContextLength, time.Since(loadStart).Round(time.Millisecond))
 	sess, err := m.NewSession()
 	if err != nil {
 		return cli.Exit(cli.ExitError, err)

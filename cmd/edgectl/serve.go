@@ -31,6 +31,7 @@ type serveOptions struct {
 	Axllm     string
 	NPUBudget int64
 	CPUBudget int64
+	Context   int
 
 	changed func(string) bool
 }
@@ -67,6 +68,7 @@ told otherwise; a non-loopback --addr needs --api-key.`,
 	f.StringVar(&opts.Axllm, "axllm", "axllm", "the ax-llm runtime binary for compiled model directories")
 	f.Int64Var(&opts.NPUBudget, "npu-budget-mb", 7040, "NPU (CMM) memory the axcl lane may fill with models")
 	f.Int64Var(&opts.CPUBudget, "cpu-budget-mb", 0, "RAM the cpu lane may fill with models (0: up to 3 models)")
+	f.IntVar(&opts.Context, "ctx", 0, "context window in tokens of each cpu-lane model (0: the model's own, bounded by memory)")
 	return cmd
 }
 
@@ -136,6 +138,14 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 	}
 	for name, lc := range fc.Lanes {
 		lanes[name] = lc
+	}
+	if opts.Context < 0 {
+		return cli.Usagef("--ctx must be ≥ 0 (got %d)", opts.Context)
+	}
+	if opts.Context > 0 {
+		l := lanes[serve.LaneCPU]
+		l.Context = opts.Context
+		lanes[serve.LaneCPU] = l
 	}
 	ax := axcl.Options{Command: fc.Axcl.Command, Env: fc.Axcl.Env, SMI: fc.Axcl.SMI, ResetCommand: fc.Axcl.ResetCommand,
 		QuitCommand: fc.Axcl.QuitCommand, Device: fc.Axcl.Device}

@@ -49,9 +49,6 @@ func (cpuEngine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 	if err != nil {
 		return nil, err
 	}
-	if opts.ContextLength > 0 && opts.ContextLength < m.arch.ctx {
-		m.arch.ctx = opts.ContextLength
-	}
 	switch opts.Head {
 	case "", "q8", "float":
 	default:
@@ -59,6 +56,12 @@ func (cpuEngine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 		return nil, fmt.Errorf("%w: head %q: the CPU engine keeps the LM head as q8 or float", engine.ErrInvalidRequest, opts.Head)
 	}
 	m.place(opts)
+	// The context is decided once the weights are in memory, so that the
+	// memory bound counts what is left for the KV cache.
+	if m.arch.ctx, err = contextLength(&m.arch, opts.ContextLength); err != nil {
+		m.Close()
+		return nil, err
+	}
 	m.pool = newPool(opts.Threads)
 	m.freqs = m.arch.ropeFreqs()
 	m.info.ContextLength = m.arch.ctx

@@ -38,16 +38,21 @@ func newState(m *model) *state { return &state{m: m} }
 
 // reserveKV maps the cache for the model's whole context (address space
 // only: pages are touched as positions are written).
-func (s *state) reserveKV() {
+func (s *state) reserveKV() error {
 	ar := &s.m.arch
 	n := ar.ctx * ar.layers * ar.kvHeads * ar.headDim
-	b, mapped := reserveAnon(2 * 4 * n)
+	b, mapped, err := reserveAnon(2 * 4 * n)
+	if err != nil {
+		return fmt.Errorf("reserving %d MiB of KV cache for a context of %d positions: %v; load the model with a smaller context (--ctx)",
+			int64(ar.ctx)*ar.kvBytesPerPosition()>>20, ar.ctx, err)
+	}
 	f := viewF32(b, 2*n)
 	s.kc, s.vc = f[:n:n], f[n:2*n:2*n]
 	if mapped {
 		s.kvMem = b
 		s.kvFree = runtime.AddCleanup(s, freeAnon, b)
 	}
+	return nil
 }
 
 // release unmaps the cache now rather than when the state is collected.
@@ -82,15 +87,22 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 	s.att = grow(s.att, n*qd)
 	s.g = grow(s.g, n*ar.ffn)
 	s.u = grow(s.u, n*ar.ffn)
+	for _, id := range tokens {
+		if id < 0 || id >= ar.vocab {
+			return nil, fmt.Errorf("token id %d is outside the model's vocabulary of %d (the tokenizer and the model's vocab size disagree: use the tokenizer that came with the model)", id, ar.vocab)
+		}
+	}
+	if s.pos+n > ar.ctx {
+		return nil, fmt.Errorf("%d positions exceed the context of %d", s.pos+n, ar.ctx)
+	}
 	for t, id := range tokens {
 		m.w.embed.row(id, s.x[t*H:(t+1)*H])
 	}
 	s.ropeTables(n)
-	if s.pos+n > ar.ctx {
-		return nil, fmt.Errorf("%d positions exceed the context of %d", s.pos+n, ar.ctx)
-	}
 	if s.kc == nil {
-		s.reserveKV()
+		if err := s.reserveKV(); err != nil {
+			return nil, err
+		}
 	}
 	for l := range m.w.layers {
 		if err := ctx.Err(); err != nil {

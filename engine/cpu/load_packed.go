@@ -83,7 +83,9 @@ func ggufModel(g *gguf.File) (*model, error) {
 	if a.kvHeads == 0 {
 		a.kvHeads = a.heads
 	}
-	a.headDim = a.hidden / a.heads
+	if a.heads > 0 {
+		a.headDim = a.hidden / a.heads
+	}
 	if kd, err := geti("attention.key_length", 0); err == nil && kd > 0 {
 		a.headDim = kd
 	}
@@ -111,9 +113,11 @@ func ggufModel(g *gguf.File) (*model, error) {
 	if len(emb.Ne) == 2 {
 		a.vocab = int(emb.Ne[1])
 	}
-	if a.hidden <= 0 || a.layers <= 0 || a.heads <= 0 || a.ffn <= 0 || a.vocab <= 0 || a.heads%a.kvHeads != 0 {
-		return nil, fmt.Errorf("%s: incomplete or inconsistent %s.* dimensions (hidden %d, layers %d, heads %d/%d, ffn %d, vocab %d)",
-			g.Path, an, a.hidden, a.layers, a.heads, a.kvHeads, a.ffn, a.vocab)
+	if a.ctx == 0 {
+		a.ctx = 2048
+	}
+	if err := checkDims(&a, g.Path, ggufDimNames(an), len(g.Tensors)); err != nil {
+		return nil, err
 	}
 	m := &model{arch: a}
 	l := ggufLoader{g}
@@ -315,6 +319,9 @@ func h1bModel(f *h1b.File) (*model, error) {
 	if a.ctx <= 0 {
 		a.ctx = 4096
 	}
+	if err := checkDims(&a, f.Path, h1bDimNames, len(f.Tensors)); err != nil {
+		return nil, err
+	}
 	m := &model{arch: a}
 	vec := func(name string) ([]float32, error) {
 		t, ok := f.Tensor(name)
@@ -382,6 +389,9 @@ func (m *model) sidecarTokenizer(path string, htok *string) error {
 			ht, err := h1b.ReadTokenizer(*htok)
 			if err != nil {
 				return err
+			}
+			if len(ht.Tokens) == 0 || len(ht.Tokens) > maxVocab {
+				return fmt.Errorf("%s: %d tokens, outside 1..%d; the sidecar is corrupt or hostile (write it again with `edgectl quant pack`)", *htok, len(ht.Tokens), maxVocab)
 			}
 			m.tok = tokenizer.FromHTok(ht.Tokens, ht.Merges, int(ht.BOS), int(ht.EOS))
 			if m.arch.bos < 0 {

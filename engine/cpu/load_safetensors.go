@@ -51,6 +51,11 @@ func archFromConfig(c *hfconfig.Config) (arch, error) {
 	if a.ctx == 0 {
 		a.ctx = 2048
 	}
+	// Sizes are checked before anything is made from them (the rope
+	// tables below, the layer table, the KV cache).
+	if err := checkDims(&a, c.Path, hfDimNames(c), -1); err != nil {
+		return a, err
+	}
 	if rs := t.RopeScaling; rs != nil {
 		typ, _ := rs["rope_type"].(string)
 		if typ == "" {
@@ -69,10 +74,6 @@ func archFromConfig(c *hfconfig.Config) (arch, error) {
 		default:
 			return a, fmt.Errorf("%s: rope_scaling type %q is not supported by the CPU engine (supported: llama3, linear)", c.Path, typ)
 		}
-	}
-	if a.hidden <= 0 || a.layers <= 0 || a.heads <= 0 || a.vocab <= 0 || a.ffn <= 0 || a.headDim <= 0 || a.heads%a.kvHeads != 0 {
-		return a, fmt.Errorf("%s: incomplete or inconsistent dimensions (hidden %d, layers %d, heads %d/%d, ffn %d, vocab %d)",
-			c.Path, a.hidden, a.layers, a.heads, a.kvHeads, a.ffn, a.vocab)
 	}
 	a.eos = append(a.eos, t.EosTokenID...)
 	if len(t.BosTokenID) > 0 {
@@ -95,6 +96,10 @@ func loadSafetensors(dir string) (*model, error) {
 	}
 	ck, err := safetensors.OpenCheckpoint(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkDims(&a, cfg.Path, hfDimNames(cfg), len(ck.Tensors())); err != nil {
+		ck.Close()
 		return nil, err
 	}
 	m := &model{arch: a, closers: []ioCloser{ck}}

@@ -17,6 +17,11 @@ import (
 // proportional to the model, not to the file handling.
 var useMmap = os.Getenv("EDGECTL_MMAP") == "1"
 
+// maxUnmappedReserve is the largest KV cache reserved in Go memory where
+// an address-space reservation is not available: Go memory is committed
+// at once, so it must be memory the machine has.
+const maxUnmappedReserve = 1 << 30
+
 // arena owns the anonymous copies of a model's weights.
 type arena struct {
 	mu   sync.Mutex

@@ -29,15 +29,21 @@ func freeAnon(b []byte) { unix.Munmap(b[:cap(b)]) }
 // It is kept in small pages: the head-major cache touches one page per
 // layer and KV head at a time (300 runs on BitNet-2B), and a huge page
 // for each would commit 600 MiB for the first token.
-func reserveAnon(n int) (b []byte, mapped bool) {
+//
+// Where the mapping fails, a small reservation falls back to Go memory; a
+// large one is an error rather than an allocation that could not be met.
+func reserveAnon(n int) (b []byte, mapped bool, err error) {
 	const page = 4096
 	size := max(page, (n+page-1)/page*page)
-	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+	b, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
 	if err != nil {
-		return make([]byte, n), false
+		if n > maxUnmappedReserve {
+			return nil, false, err
+		}
+		return make([]byte, n), false, nil
 	}
 	adviseSmall(b)
-	return b[:n:size], true
+	return b[:n:size], true, nil
 }
 
 // releaseMapped drops this process's page-table entries for the whole

@@ -39,11 +39,11 @@ func (s *session) Close() error {
 	return nil
 }
 
-// prompt turns a request into token ids.
-func (s *session) prompt(req engine.Request) ([]int, error) {
+// prompt turns a request into token ids; it stops when ctx ends.
+func (s *session) prompt(ctx context.Context, req engine.Request) ([]int, error) {
 	tok := s.m.tok
 	if len(req.Messages) == 0 {
-		return tok.Encode(req.Prompt, true), nil
+		return tok.EncodeContext(ctx, req.Prompt, true)
 	}
 	if s.m.tmpl == nil {
 		return nil, fmt.Errorf("%s: %w; send a plain prompt instead", s.m.info.Name, chat.ErrNoTemplate)
@@ -54,7 +54,10 @@ func (s *session) prompt(req engine.Request) ([]int, error) {
 		return nil, err
 	}
 	// Templates write BOS themselves when the model wants it.
-	ids := tok.Encode(text, false)
+	ids, err := tok.EncodeContext(ctx, text, false)
+	if err != nil {
+		return nil, err
+	}
 	if tok.AddsBOS() && (len(ids) == 0 || ids[0] != tok.BOS()) && !strings.Contains(s.m.tmpl.Source(), "bos_token") {
 		ids = append([]int{tok.BOS()}, ids...)
 	}
@@ -69,7 +72,7 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 	if s.m.closed {
 		return res, errModelClosed
 	}
-	ids, err := s.prompt(req)
+	ids, err := s.prompt(ctx, req)
 	if err != nil {
 		return res, err
 	}
@@ -95,6 +98,9 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 			s.tokens = s.tokens[:s.st.pos]
 			return res, err
 		}
+	}
+	if err := checkLogits(logits, s.st.pos); err != nil {
+		return res, err
 	}
 	res.PrefillDuration = time.Since(start)
 
@@ -139,7 +145,10 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 			return res, err
 		}
 		s.tokens = append(s.tokens, id)
-		if logits, err = s.st.forward(ctx, []int{id}); err != nil {
+		if logits, err = s.st.forward(ctx, []int{id}); err == nil {
+			err = checkLogits(logits, s.st.pos)
+		}
+		if err != nil {
 			s.tokens = s.tokens[:s.st.pos]
 			res.DecodeDuration = time.Since(decodeStart)
 			return res, err
@@ -150,6 +159,18 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 	}
 	res.DecodeDuration = time.Since(decodeStart)
 	return res, nil
+}
+
+// checkLogits refuses NaN logits, which no sampler can rank: they come
+// from NaN or infinite weights, and would otherwise turn into one
+// arbitrary token after another.
+func checkLogits(logits []float32, pos int) error {
+	for _, v := range logits {
+		if v != v {
+			return fmt.Errorf("the model computed NaN logits at position %d: its weights hold NaN or infinite values (check the checkpoint with `edgectl doctor`, or re-download it)", pos)
+		}
+	}
+	return nil
 }
 
 // stopper streams token text, holding back bytes that may be the start of

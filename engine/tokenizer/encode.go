@@ -1,11 +1,11 @@
 package tokenizer
 
 import (
+	"context"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/dlclark/regexp2"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -26,61 +26,101 @@ var byteToUnicode, unicodeToByte = func() ([256]rune, map[rune]byte) {
 	return fwd, back
 }()
 
-// Encode tokenizes text. Added tokens (special or not) in the text are
-// recognized, as Hugging Face tokenizers do; addSpecial puts BOS first when
-// the tokenizer wants it.
+// Encode tokenizes trusted text with a tokenizer known to be sound (tests,
+// tools): it returns nil where EncodeContext would fail.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
-	var ids []int
-	if addSpecial && t.addBOS {
-		ids = append(ids, t.bos)
-	}
-	for text != "" {
-		at, tok := t.nextAdded(text)
-		seg := text[:at]
-		if tok != nil {
-			if tok.rstrip || tok.lstrip {
-				if tok.lstrip {
-					seg = strings.TrimRightFunc(seg, unicode.IsSpace)
-				}
-			}
-		}
-		ids = t.encodeSegment(ids, seg)
-		if tok == nil {
-			break
-		}
-		ids = append(ids, tok.id)
-		text = text[at+len(tok.content):]
-		if tok.rstrip {
-			text = strings.TrimLeftFunc(text, unicode.IsSpace)
-		}
+	ids, err := t.EncodeContext(context.Background(), text, addSpecial)
+	if err != nil {
+		return nil
 	}
 	return ids
 }
 
-// nextAdded finds the earliest (then longest) added token in s.
-func (t *Tokenizer) nextAdded(s string) (int, *addedToken) {
+// EncodeContext tokenizes text. Added tokens (special or not) in the text
+// are recognized, as Hugging Face tokenizers do; addSpecial puts BOS first
+// when the tokenizer wants it. It stops when ctx is cancelled (returning
+// ctx.Err()) and when a pre-tokenizer regex runs past its match timeout
+// (an error matching ErrRegexTimeout). Its work grows linearly with the
+// text, times the number of added tokens and of merges a word goes through.
+func (t *Tokenizer) EncodeContext(ctx context.Context, text string, addSpecial bool) ([]int, error) {
+	var ids []int
+	if addSpecial && t.addBOS {
+		ids = append(ids, t.bos)
+	}
+	find := newAddedFinder(text, t.added)
+	var err error
+	for pos := 0; pos < len(text); {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		at, tok := find.next(pos)
+		seg := text[pos:at]
+		if tok != nil && tok.lstrip {
+			seg = strings.TrimRightFunc(seg, unicode.IsSpace)
+		}
+		if ids, err = t.encodeSegment(ctx, ids, seg); err != nil {
+			return nil, err
+		}
+		if tok == nil {
+			break
+		}
+		ids = append(ids, tok.id)
+		pos = at + len(tok.content)
+		if tok.rstrip {
+			pos = len(text) - len(strings.TrimLeftFunc(text[pos:], unicode.IsSpace))
+		}
+	}
+	return ids, nil
+}
+
+// addedFinder finds the earliest (then longest) added token at or after a
+// position. It remembers where each token occurs next, so that a text with
+// many added tokens is searched once per token, not once per occurrence.
+type addedFinder struct {
+	text  string
+	added []addedToken
+	at    []int // next occurrence of added[i] at or after the last search; -1 unknown; len(text)+1 none
+}
+
+func newAddedFinder(text string, added []addedToken) *addedFinder {
+	at := make([]int, len(added))
+	for i := range at {
+		at[i] = -1
+	}
+	return &addedFinder{text: text, added: added, at: at}
+}
+
+func (f *addedFinder) next(pos int) (int, *addedToken) {
+	none := len(f.text) + 1
 	best, bi := -1, -1
-	for i := range t.added {
-		a := &t.added[i]
+	for i := range f.added {
+		a := &f.added[i]
 		if a.content == "" {
 			continue
 		}
-		j := strings.Index(s, a.content)
-		if j >= 0 && (best < 0 || j < best) {
+		if f.at[i] < pos {
+			f.at[i] = none
+			if j := strings.Index(f.text[pos:], a.content); j >= 0 {
+				f.at[i] = pos + j
+			}
+		}
+		// Added tokens are sorted longest first: at equal positions the
+		// first found wins.
+		if j := f.at[i]; j != none && (best < 0 || j < best) {
 			best, bi = j, i
 		}
 	}
 	if bi < 0 {
-		return len(s), nil
+		return len(f.text), nil
 	}
-	return best, &t.added[bi]
+	return best, &f.added[bi]
 }
 
 // encodeSegment runs normalizer, pre-tokenizer and BPE over text without
 // added tokens.
-func (t *Tokenizer) encodeSegment(ids []int, s string) []int {
+func (t *Tokenizer) encodeSegment(ctx context.Context, ids []int, s string) ([]int, error) {
 	if s == "" {
-		return ids
+		return ids, nil
 	}
 	if t.nfc {
 		s = norm.NFC.String(s)
@@ -98,14 +138,22 @@ func (t *Tokenizer) encodeSegment(ids []int, s string) []int {
 		s = " " + s
 	}
 	words := []string{s}
-	for _, re := range t.splits {
+	var err error
+	for _, sr := range t.splits {
 		var next []string
 		for _, w := range words {
-			next = splitIsolated(next, re, w)
+			if next, err = t.splitIsolated(ctx, next, sr, w); err != nil {
+				return nil, err
+			}
 		}
 		words = next
 	}
-	for _, w := range words {
+	for i, w := range words {
+		if i%ctxCheckEvery == ctxCheckEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		if t.byteLevel {
 			var b strings.Builder
 			for i := 0; i < len(w); i++ {
@@ -113,82 +161,127 @@ func (t *Tokenizer) encodeSegment(ids []int, s string) []int {
 			}
 			w = b.String()
 		}
-		ids = append(ids, t.word(w)...)
+		wids, err := t.word(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, wids...)
 	}
-	return ids
+	return ids, nil
 }
 
-// splitIsolated appends the regex matches of s and the gaps between them.
-func splitIsolated(out []string, re *regexp2.Regexp, s string) []string {
-	runes := []rune(s)
-	last := 0
-	m, _ := re.FindRunesMatch(runes)
-	for m != nil {
-		if m.Index > last {
-			out = append(out, string(runes[last:m.Index]))
-		}
-		if m.Length > 0 {
-			out = append(out, string(runes[m.Index:m.Index+m.Length]))
-		}
-		last = m.Index + m.Length
-		m, _ = re.FindNextMatch(m)
-	}
-	if last < len(runes) {
-		out = append(out, string(runes[last:]))
-	}
-	return out
-}
+// maxCachedWord is the longest word the BPE cache keeps: words are short
+// where a pre-tokenizer splits the text; without one (SentencePiece-style
+// tokenizers) a whole prompt is one word, which must not stay in memory.
+const maxCachedWord = 256
 
 // word BPE-encodes one pre-tokenized word, with a cache.
-func (t *Tokenizer) word(w string) []int {
+func (t *Tokenizer) word(ctx context.Context, w string) ([]int, error) {
 	t.cacheMu.Lock()
 	if ids, ok := t.cache[w]; ok {
 		t.cacheMu.Unlock()
-		return ids
+		return ids, nil
 	}
 	t.cacheMu.Unlock()
-	ids := t.bpe(w)
+	ids, err := t.bpe(ctx, w)
+	if err != nil || len(w) > maxCachedWord {
+		return ids, err
+	}
 	t.cacheMu.Lock()
 	if len(t.cache) > 100000 {
 		clear(t.cache)
 	}
 	t.cache[w] = ids
 	t.cacheMu.Unlock()
-	return ids
+	return ids, nil
 }
 
-func (t *Tokenizer) bpe(w string) []int {
+// bpe merges one word, as GPT-2's reference does: merge every occurrence
+// of the lowest-ranked adjacent pair, left to right, until no pair is in
+// the merge list. A word goes through as many rounds as distinct merges
+// apply to it; the ranks of adjacent pairs are kept between rounds, so a
+// round costs a scan of integers plus merge-list lookups next to the
+// merges only. A long word (a whole prompt, without a pre-tokenizer) looks
+// at ctx every round.
+func (t *Tokenizer) bpe(ctx context.Context, w string) ([]int, error) {
 	if id, ok := t.vocab[w]; ok && (t.ignoreMerges || utf8.RuneCountInString(w) == 1) {
-		return []int{id}
+		return []int{id}, nil
 	}
+	syms, err := t.merge(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	return t.symbolIDs(syms), nil
+}
+
+// merge splits w into runes and applies the merges.
+func (t *Tokenizer) merge(ctx context.Context, w string) ([]string, error) {
 	syms := make([]string, 0, len(w))
 	for _, r := range w {
 		syms = append(syms, string(r))
 	}
-	// Merge the lowest-ranked adjacent pair until none is in the merge list.
+	rank := func(a, b string) int {
+		if r, ok := t.ranks[[2]string{a, b}]; ok {
+			return r
+		}
+		return -1
+	}
+	// pr[i] is the rank of the pair (syms[i], syms[i+1]), -1 if none.
+	pr := make([]int, max(len(syms)-1, 0))
+	for i := range pr {
+		pr[i] = rank(syms[i], syms[i+1])
+	}
+	var merged []bool // per symbol of the round's output: made by this round
+	var src []int     // per symbol of the round's output: its index before
+	long := len(syms) >= ctxCheckEvery
 	for len(syms) > 1 {
-		best, bi := -1, -1
-		for i := 0; i+1 < len(syms); i++ {
-			if r, ok := t.ranks[[2]string{syms[i], syms[i+1]}]; ok && (best < 0 || r < best) {
-				best, bi = r, i
+		if long {
+			if err := ctx.Err(); err != nil {
+				return nil, err
 			}
 		}
-		if bi < 0 {
+		best := -1
+		for _, r := range pr {
+			if r >= 0 && (best < 0 || r < best) {
+				best = r
+			}
+		}
+		if best < 0 {
 			break
 		}
-		// Merge every occurrence of this pair, left to right.
-		a, b := syms[bi], syms[bi+1]
-		out := syms[:0:0]
+		// Ranks are unique per pair: pr[i] == best is an occurrence of
+		// the pair. Compact in place (the output is never longer).
+		merged, src = merged[:0], src[:0]
+		n := 0
 		for i := 0; i < len(syms); i++ {
-			if i+1 < len(syms) && syms[i] == a && syms[i+1] == b {
-				out = append(out, a+b)
+			if i+1 < len(syms) && pr[i] == best {
+				syms[n] = syms[i] + syms[i+1]
+				merged, src = append(merged, true), append(src, i)
 				i++
 			} else {
-				out = append(out, syms[i])
+				syms[n] = syms[i]
+				merged, src = append(merged, false), append(src, i)
+			}
+			n++
+		}
+		syms = syms[:n]
+		// Two untouched neighbours keep their pair's rank (src only
+		// grows, so pr[src[j]] is read before it is overwritten).
+		for j := 0; j+1 < n; j++ {
+			if !merged[j] && !merged[j+1] {
+				pr[j] = pr[src[j]]
+			} else {
+				pr[j] = rank(syms[j], syms[j+1])
 			}
 		}
-		syms = out
+		pr = pr[:max(n-1, 0)]
 	}
+	return syms, nil
+}
+
+// symbolIDs maps merged symbols to ids: the vocabulary, else byte
+// fallback, else unk (fused when the model says so).
+func (t *Tokenizer) symbolIDs(syms []string) []int {
 	ids := make([]int, 0, len(syms))
 	lastUnk := false
 	for _, s := range syms {

@@ -3,9 +3,8 @@ package tokenizer
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
-
-	"github.com/dlclark/regexp2"
 )
 
 // GGUFVocab is the tokenizer.ggml.* metadata of a GGUF file.
@@ -38,15 +37,18 @@ func FromGGUF(v GGUFVocab) (*Tokenizer, error) {
 	if len(v.Merges) == 0 {
 		return nil, fmt.Errorf("tokenizer.ggml.merges is empty: a %s vocabulary without merges (score-based SentencePiece) is not supported; put tokenizer.json beside the model", v.Model)
 	}
+	if len(v.Tokens) == 0 || len(v.Tokens) > maxVocab {
+		return nil, fmt.Errorf("tokenizer.ggml.tokens holds %d tokens, outside 1..%d; the file is corrupt or hostile (put the model's tokenizer.json beside it)", len(v.Tokens), maxVocab)
+	}
 	t := &Tokenizer{vocab: make(map[string]int, len(v.Tokens)), ranks: make(map[[2]string]int, len(v.Merges)),
-		unk: -1, bos: v.BOS, cache: map[string][]int{}}
+		unk: -1, bos: v.BOS, cache: map[string][]int{}, source: "GGUF tokenizer.ggml.*"}
 	if v.Model == "gpt2" {
 		t.byteLevel = true
 		pat, ok := prePatterns[v.Pre]
 		if !ok {
 			pat = gpt2Pattern
 		}
-		t.splits = []*regexp2.Regexp{regexp2.MustCompile(pat, regexp2.None)}
+		t.splits = []splitRegex{builtinSplit(pat, "pre-tokenizer regex for tokenizer.ggml.pre "+strconv.Quote(v.Pre))}
 	} else {
 		t.spmPrepend, t.spmSpaces, t.byteFallback, t.stripLeading, t.fuseUnk = true, true, true, true, true
 	}

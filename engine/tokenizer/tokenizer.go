@@ -14,8 +14,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/dlclark/regexp2"
-
 	"github.com/edgectl/edgectl/format/tokjson"
 )
 
@@ -32,7 +30,8 @@ type Tokenizer struct {
 	metaspace             bool // Metaspace pre-tokenizer: prepend ▁ when missing
 	nfc                   bool
 	prefixSpace           bool // ByteLevel add_prefix_space
-	splits                []*regexp2.Regexp
+	splits                []splitRegex
+	source                string // where the tokenizer came from, for errors
 	byteFallback          bool
 	ignoreMerges          bool
 	unk                   int
@@ -66,10 +65,12 @@ func Load(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	path := filepath.Join(dir, "tokenizer.json")
 	t, err := New(f, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "tokenizer.json"), err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	t.source = path
 	return t, nil
 }
 
@@ -84,9 +85,12 @@ func New(f *tokjson.File, cfg *tokjson.Config) (*Tokenizer, error) {
 	if cfg == nil {
 		cfg = &tokjson.Config{}
 	}
+	if err := checkIDs(f); err != nil {
+		return nil, err
+	}
 	t := &Tokenizer{vocab: f.Model.Vocab, ranks: make(map[[2]string]int, len(f.Model.Merges)),
 		byteFallback: f.Model.ByteFallback, ignoreMerges: f.Model.IgnoreMerges, fuseUnk: f.Model.FuseUnk,
-		unk: -1, bos: -1, cache: map[string][]int{}, template: cfg.ChatTemplate}
+		unk: -1, bos: -1, cache: map[string][]int{}, template: cfg.ChatTemplate, source: "tokenizer.json"}
 	for i, m := range f.Model.Merges {
 		if _, dup := t.ranks[m]; !dup {
 			t.ranks[m] = i
@@ -252,7 +256,7 @@ func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
 				t.prefixSpace = true
 			}
 			if c.UseRegex == nil || *c.UseRegex {
-				t.splits = append(t.splits, regexp2.MustCompile(gpt2Pattern, regexp2.None))
+				t.splits = append(t.splits, builtinSplit(gpt2Pattern, "pre_tokenizer ByteLevel regex (GPT-2's)"))
 			}
 		case "Split":
 			var p struct{ Regex, String string }
@@ -260,11 +264,11 @@ func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
 			if p.Regex == "" || c.Invert || (c.Behavior != "Isolated" && c.Behavior != "") {
 				return fmt.Errorf("pre_tokenizer Split %s (behavior %s) is not supported (only Isolated regex splits)", c.Pattern, c.Behavior)
 			}
-			re, err := regexp2.Compile(p.Regex, regexp2.None)
+			sr, err := compileSplit(p.Regex, "pre_tokenizer Split regex")
 			if err != nil {
 				return fmt.Errorf("pre_tokenizer Split regex: %v", err)
 			}
-			t.splits = append(t.splits, re)
+			t.splits = append(t.splits, sr)
 		case "Metaspace":
 			t.spmSpaces = true
 			t.metaspace = c.PrependScheme != "never"
@@ -349,8 +353,8 @@ const llama3Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{
 // table, so Llama 3's split pattern is used and "<|…|>" tokens are special.
 func FromHTok(tokens []string, merges [][3]uint32, bos, eos int) *Tokenizer {
 	t := &Tokenizer{vocab: make(map[string]int, len(tokens)), ranks: make(map[[2]string]int, len(merges)),
-		byteLevel: true, unk: -1, bos: bos, eos: []int{eos}, cache: map[string][]int{},
-		splits: []*regexp2.Regexp{regexp2.MustCompile(llama3Pattern, regexp2.None)}}
+		byteLevel: true, unk: -1, bos: bos, eos: []int{eos}, cache: map[string][]int{}, source: ".htok tokenizer",
+		splits: []splitRegex{builtinSplit(llama3Pattern, "pre-tokenizer regex (Llama 3's)")}}
 	t.addBOS = bos >= 0 && bos < len(tokens)
 	t.pieces = make([][]byte, len(tokens))
 	t.special = make([]bool, len(tokens))
