@@ -37,6 +37,18 @@ type Client struct {
 	// connection is dropped and the request retried (default 30s). A link
 	// that hangs without closing would otherwise block a pull forever.
 	StallTimeout time.Duration
+
+	// FreeSpace reports the bytes an unprivileged process may still write
+	// under dir (ok=false: unknown, nothing is checked). Nil means statfs;
+	// tests set it to play a nearly full disk.
+	FreeSpace func(dir string) (free int64, ok bool)
+}
+
+func (c *Client) freeSpace(dir string) (int64, bool) {
+	if c.FreeSpace != nil {
+		return c.FreeSpace(dir)
+	}
+	return freeBytes(dir)
 }
 
 func (c *Client) stallTimeout() time.Duration {

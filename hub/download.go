@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
-	"github.com/edgectl/edgectl/internal/cli"
 )
 
 // fileSpec is one file to fetch, with what the listing told about it.
@@ -45,6 +44,7 @@ type session struct {
 	repo   string
 	commit string
 	emit   func(Event)
+	space  spaceBook
 }
 
 // progressEvery limits progress events per file.
@@ -124,6 +124,9 @@ func (s *session) fetch(ctx context.Context, f fileSpec) (FileResult, error) {
 		}
 		os.Remove(s.rc.incomplete(f.etag)) // never keep bytes that failed the check
 		if try == 2 {
+			if ce.sizeOnly() {
+				return res, newErr(KindChecksum, ce, "size mismatch for %s after a fresh retry: %v; the download was discarded (a mirror or proxy is serving something else, or HF_ENDPOINT is not a Hub)", t, ce)
+			}
 			return res, newErr(KindChecksum, ce, "checksum mismatch for %s after a fresh retry: %v; the download was discarded (a proxy or disk is corrupting data, or the upload is broken)", t, ce)
 		}
 		s.emit(Event{Event: EventWarning, Repo: s.repo, File: f.path, Message: "checksum mismatch, downloading again: " + ce.Error()})
@@ -195,11 +198,24 @@ func (s *session) download(ctx context.Context, f *fileSpec, res *FileResult) er
 		}
 	}
 	res.Resumed = off
-	if f.size >= 0 {
-		if free, ok := freeBytes(filepath.Dir(inc)); ok && free < f.size-off {
-			return newErr(KindDiskFull, nil, "no space left for %s: %s needed in %s, %s free; free space or point HF_HUB_CACHE (or --local-dir) at a larger disk",
-				t, cli.Bytes(f.size-off), filepath.Dir(inc), cli.Bytes(free))
+	// Free space is checked before the first byte is asked for, against
+	// what this file still needs plus what the other downloads of this
+	// run have yet to write; a size learned only from the response is
+	// checked when it arrives.
+	var space *reservation
+	defer func() { space.done() }()
+	reserve := func() error {
+		if space != nil || f.size < 0 {
+			return nil
 		}
+		var err error
+		if space, err = s.reserve(t, filepath.Dir(inc), f.size-off); err != nil && off == 0 {
+			os.Remove(inc) // empty: leave no trace of a download that never started
+		}
+		return err
+	}
+	if err := reserve(); err != nil {
+		return err
 	}
 	s.emit(Event{Event: EventFileStart, Repo: s.repo, File: f.path, Bytes: off, Total: f.size, Resumed: off})
 
@@ -255,6 +271,18 @@ func (s *session) download(ctx context.Context, f *fileSpec, res *FileResult) er
 		default:
 			return s.c.statusError(resp, t)
 		}
+		if err := reserve(); err != nil {
+			return err
+		}
+		// The body may hold at most the bytes the Hub announced: a mirror
+		// that says (or sends) more is refused before it fills the disk.
+		limit := int64(-1)
+		if f.size >= 0 {
+			limit = f.size - off
+			if resp.ContentLength > limit {
+				return &checksumError{file: t.String(), wantSize: f.size, from: off, announced: resp.ContentLength}
+			}
+		}
 		if _, err := fh.Seek(off, io.SeekStart); err != nil {
 			return err
 		}
@@ -262,15 +290,18 @@ func (s *session) download(ctx context.Context, f *fileSpec, res *FileResult) er
 		stall := s.c.stallTimeout()
 		var stalled atomic.Bool
 		watchdog := time.AfterFunc(stall, func() { stalled.Store(true); resp.Body.Close() })
-		n, rerr, werr := s.copyBody(fh, v, readWatched{resp.Body, watchdog, stall}, bufs, f, off)
+		n, rerr, werr := s.copyBody(fh, v, readWatched{resp.Body, watchdog, stall}, bufs, f, off, limit, space)
 		watchdog.Stop()
-		if stalled.Load() && rerr != nil {
+		if stalled.Load() && rerr != nil && !errors.Is(rerr, errOverflow) {
 			rerr = fmt.Errorf("no data for %v: %w", stall, rerr)
 		}
 		off += n
 		res.Downloaded += n
 		if werr != nil {
 			return diskErr(werr, inc)
+		}
+		if errors.Is(rerr, errOverflow) {
+			return &checksumError{file: t.String(), wantSize: f.size, over: true}
 		}
 		if rerr != nil {
 			if ctx.Err() != nil {
@@ -333,7 +364,10 @@ func adoptIncomplete(inc, etag string) {
 // write errors are returned apart: a broken connection is retried, a full
 // disk is not. Hashing runs on its own goroutine, a few buffers behind the
 // writes, so the checksum costs little wall time where a core is free.
-func (s *session) copyBody(dst *os.File, v *verifier, src io.Reader, bufs pipeBufs, f *fileSpec, base int64) (n int64, rerr, werr error) {
+//
+// limit (-1: unknown) is how many bytes the body may bring: the copy stops
+// with errOverflow at the first byte past it, having written none of them.
+func (s *session) copyBody(dst *os.File, v *verifier, src io.Reader, bufs pipeBufs, f *fileSpec, base, limit int64, space *reservation) (n int64, rerr, werr error) {
 	work := make(chan []byte, len(bufs))
 	hashed := make(chan struct{})
 	go func() {
@@ -351,6 +385,10 @@ func (s *session) copyBody(dst *os.File, v *verifier, src io.Reader, bufs pipeBu
 	for {
 		buf := bufs.get()
 		k, err := src.Read(buf)
+		over := false
+		if limit >= 0 && int64(k) > limit-n {
+			k, over = int(limit-n), true
+		}
 		if k > 0 {
 			if _, werr = dst.Write(buf[:k]); werr != nil {
 				bufs.put(buf)
@@ -358,12 +396,16 @@ func (s *session) copyBody(dst *os.File, v *verifier, src io.Reader, bufs pipeBu
 			}
 			work <- buf[:k]
 			n += int64(k)
+			space.wrote(int64(k))
 			if now := time.Now(); now.Sub(last) >= progressEvery {
 				last = now
 				s.emit(Event{Event: EventProgress, Repo: s.repo, File: f.path, Bytes: base + n, Total: f.size})
 			}
 		} else {
 			bufs.put(buf)
+		}
+		if over {
+			return n, errOverflow, nil
 		}
 		if err == io.EOF {
 			return n, nil, nil

@@ -29,12 +29,23 @@ func materialize(ctx context.Context, snap *Snapshot, dir string) error {
 			return diskErr(err, ignore)
 		}
 	}
+	// Temporaries a killed earlier pull left beside the files it was
+	// copying are removed once per directory (only those whose process is gone).
+	swept := map[string]bool{}
+	sweep := func(d string) {
+		if !swept[d] {
+			swept[d] = true
+			atomicfile.CleanStale(d)
+		}
+	}
 	for _, f := range snap.Files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		dst := filepath.Join(dir, filepath.FromSlash(f.Path))
 		meta := filepath.Join(dir, filepath.FromSlash(localDirMetaFiles), filepath.FromSlash(f.Path)+".metadata")
+		sweep(filepath.Dir(dst))
+		sweep(filepath.Dir(meta))
 		if upToDate(dst, meta, f) {
 			continue
 		}

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/edgectl/edgectl/internal/pathguard"
 )
 
 // SnapshotOptions selects files and says where they go.
@@ -67,6 +69,9 @@ func (c *Client) Snapshot(ctx context.Context, repo, revision string, opts Snaps
 	}
 	exclude, err := compilePatterns(opts.Exclude)
 	if err != nil {
+		return nil, err
+	}
+	if err := guardLocalDir(opts.LocalDir, c.cfg.CacheDir); err != nil {
 		return nil, err
 	}
 	emit := opts.OnEvent
@@ -351,4 +356,22 @@ func describePatterns(include, exclude []pattern) string {
 		return "the selection"
 	}
 	return strings.Join(parts, " ")
+}
+
+// guardLocalDir refuses a --local-dir that is, or lies inside, the Hub
+// cache: its copies would land among the blobs and snapshot links other
+// tools read. (A local dir that contains the cache, such as $HOME, is
+// allowed: nothing in the cache is replaced.)
+func guardLocalDir(local, cache string) error {
+	if local == "" {
+		return nil
+	}
+	err := pathguard.Dir(local, cache)
+	var pe *pathguard.Error
+	if errors.As(err, &pe) && pe.Reason != "it contains the input" {
+		pe.Flag = "--local-dir"
+		pe.Input = cache + " (the Hub cache)"
+		return err
+	}
+	return nil
 }

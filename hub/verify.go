@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 )
@@ -54,15 +55,28 @@ func (v *verifier) sum() string {
 	return hex.EncodeToString(v.h.Sum(nil))
 }
 
-// checksumError is a complete download whose bytes are not the promised ones.
+// checksumError is a download whose bytes are not the promised ones: a
+// wrong digest, a wrong size, or a body longer than the Hub announced.
 type checksumError struct {
 	file, algo, got, want string
 	size, wantSize        int64
+	over                  bool  // the body went past wantSize
+	from, announced       int64 // a Content-Length (from byte from) past wantSize
 }
 
+// errOverflow stops a body at the first byte past the announced size.
+var errOverflow = errors.New("body longer than announced")
+
+func (e *checksumError) sizeOnly() bool { return e.algo == "" }
+
 func (e *checksumError) Error() string {
-	if e.algo == "" {
-		return fmt.Sprintf("%s: downloaded %d bytes, the Hub announced %d", e.file, e.size, e.wantSize)
+	switch {
+	case e.algo != "":
+		return fmt.Sprintf("%s: %s is %s, the Hub announced %s", e.file, e.algo, e.got, e.want)
+	case e.over:
+		return fmt.Sprintf("%s: the server sent more than the %d bytes the Hub announced; the download stopped at byte %d", e.file, e.wantSize, e.wantSize)
+	case e.announced > 0:
+		return fmt.Sprintf("%s: the server announced %d bytes (Content-Length) from byte %d of a file the Hub listed at %d bytes; nothing was written", e.file, e.announced, e.from, e.wantSize)
 	}
-	return fmt.Sprintf("%s: %s is %s, the Hub announced %s", e.file, e.algo, e.got, e.want)
+	return fmt.Sprintf("%s: downloaded %d bytes, the Hub announced %d", e.file, e.size, e.wantSize)
 }

@@ -41,7 +41,7 @@ func TestE2EHubToAX650AnswersThroughAxcl(t *testing.T) {
 		t.Fatalf("%v\nstderr:\n%s", err, log.errOut.String())
 	}
 	evs := log.events(t)
-	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "pull,import,doctor,patch-config,layernorm,quant,pulsar2,out" {
+	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "pull,check,import,doctor,patch-config,layernorm,quant,pulsar2,out" {
 		t.Errorf("steps done: %v", s)
 	}
 	// The directory is what axllm loads: the layout check pulsar2 itself
@@ -109,11 +109,12 @@ func TestAX650DoctorBlocksMoE(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(src, "config.json"), []byte(strings.Replace(string(cfg), `"vocab_size": 2048`, `"vocab_size": 2048, "num_local_experts": 8`, 1)), 0o644))
 	var log eventLog
 	_, err = Run(context.Background(), log.io(), ax650Opts(tmp, src))
-	if err == nil || exitCode(err) != 4 || !strings.Contains(err.Error(), "doctor") {
+	// Blocked (exit 4) by the first step, before any work: no target takes MoE.
+	if err == nil || exitCode(err) != 4 || !strings.Contains(err.Error(), "8 experts") || !strings.Contains(err.Error(), src+"/config.json") {
 		t.Fatalf("MoE on ax650: %v (exit %d)", err, exitCode(err))
 	}
 	evs := log.events(t)
-	if s := stepsWith(evs, "error"); strings.Join(s, ",") != "doctor" {
+	if s := stepsWith(evs, "error"); strings.Join(s, ",") != "check" {
 		t.Errorf("error events: %v", s)
 	}
 }
@@ -135,7 +136,7 @@ func TestAX650CompilerFailureIsAToolError(t *testing.T) {
 	if _, err := Run(context.Background(), log.io(), ax650Opts(tmp, src)); err != nil {
 		t.Fatal(err)
 	}
-	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "import,doctor,patch-config,layernorm,quant" {
+	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "check,import,doctor,patch-config,layernorm,quant" {
 		t.Errorf("retry skipped %v", s)
 	}
 }

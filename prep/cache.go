@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/failpoint"
 )
 
 // Cache holds finished steps, each in steps/<key>/ (its output files under
@@ -63,9 +64,18 @@ func OpenCache(dir string) (*Cache, error) {
 		}
 	}
 	c := &Cache{Dir: dir}
+	// A killed run leaves its half-written step (and an entry it was
+	// replacing) under edgectl temporary names: removed as soon as their
+	// process is gone. Other dot-names (older edgectl versions) go after a
+	// day, when no run can still be writing them.
+	for _, sub := range []string{"steps", "filehash"} {
+		if _, err := atomicfile.CleanStale(filepath.Join(dir, sub)); err != nil {
+			return nil, inputErr("cache directory %s: %v (remove it, or set --cache-dir)", dir, err)
+		}
+	}
 	ents, _ := os.ReadDir(filepath.Join(dir, "steps"))
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), ".") {
+		if _, tmp := atomicfile.IsTemp(e.Name()); tmp || !strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleAfter {
@@ -193,10 +203,13 @@ func (c *Cache) begin(key string, replace bool) (*atomicfile.Dir, error) {
 	target := c.entry(key)
 	if replace {
 		if _, err := os.Lstat(target); err == nil {
-			old := filepath.Join(c.Dir, "steps", "."+key+".old-"+fmt.Sprint(time.Now().UnixNano()))
+			// Renamed aside under a temporary name first, so a kill during
+			// the removal leaves something the next run recognizes.
+			old := TempName(filepath.Dir(target), key)
 			if err := os.Rename(target, old); err != nil {
 				return nil, err
 			}
+			failpoint.Hit("prep.replace") // crash tests: kill -9 with the old entry set aside
 			os.RemoveAll(old)
 		}
 	}

@@ -98,7 +98,7 @@ func TestE2EHubToCPUAnswers(t *testing.T) {
 	if _, err := Run(context.Background(), log.io(), Options{Source: "acme/tinystories-656k@main", Target: TargetCPU, Out: out, CacheDir: filepath.Join(tmp, "cache")}); err != nil {
 		t.Fatal(err)
 	}
-	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "pull,import,check,out" {
+	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "pull,check,import,out" {
 		t.Errorf("second run skipped %v", s)
 	}
 
@@ -110,7 +110,7 @@ func TestE2EHubToCPUAnswers(t *testing.T) {
 	if _, err := Run(context.Background(), log.io(), Options{Source: "acme/tinystories-656k@main", Target: TargetCPU, Out: out, CacheDir: filepath.Join(tmp, "cache")}); err != nil {
 		t.Fatalf("offline rerun: %v", err)
 	}
-	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "pull,import,check,out" {
+	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "pull,check,import,out" {
 		t.Errorf("offline run skipped %v", s)
 	}
 }

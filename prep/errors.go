@@ -3,6 +3,7 @@ package prep
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/edgectl/edgectl/internal/cli"
 )
@@ -70,3 +71,22 @@ func inStep(step string, err error) error {
 	}
 	return &Error{Kind: KindOther, Step: step, Err: err}
 }
+
+// showPath rewrites err's message so that dir (a cache entry) reads as
+// show (the source the user named). The cause stays reachable with
+// errors.Is/As, and the exit code is unchanged.
+func showPath(err error, dir, show string) error {
+	var pe *Error
+	if !errors.As(err, &pe) || !strings.Contains(pe.Err.Error(), dir) {
+		return err
+	}
+	return &Error{Kind: pe.Kind, Step: pe.Step, Err: &shownError{msg: strings.ReplaceAll(pe.Err.Error(), dir, show), err: pe.Err}}
+}
+
+type shownError struct {
+	msg string
+	err error
+}
+
+func (e *shownError) Error() string { return e.msg }
+func (e *shownError) Unwrap() error { return e.err }

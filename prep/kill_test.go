@@ -62,7 +62,7 @@ func TestKilledRunResumes(t *testing.T) {
 	if !killed {
 		t.Fatalf("prep never reached the compiler; done: %v", before)
 	}
-	if strings.Join(before, ",") != "source,import,doctor,patch-config,layernorm,quant" {
+	if strings.Join(before, ",") != "source,check,import,doctor,patch-config,layernorm,quant" {
 		t.Fatalf("steps done before the kill: %v", before)
 	}
 	if _, err := os.Stat(o.Out); !os.IsNotExist(err) {
@@ -72,7 +72,7 @@ func TestKilledRunResumes(t *testing.T) {
 	// Resume with the same binary (a development build keys its steps by
 	// its own digest, so the test's own binary would start over).
 	evs := runPrepmain(t, bin, o)
-	if s := stepsWith(evs, "skip"); strings.Join(s, ",") != "import,doctor,patch-config,layernorm,quant" {
+	if s := stepsWith(evs, "skip"); strings.Join(s, ",") != "check,import,doctor,patch-config,layernorm,quant" {
 		t.Errorf("resumed run skipped %v", s)
 	}
 	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,pulsar2,out" {

@@ -164,6 +164,9 @@ func listFiles(dir string) ([]string, error) {
 			if st.IsDir() {
 				return fmt.Errorf("%s: symlink to a directory is not supported", path)
 			}
+			if !st.Mode().IsRegular() {
+				return nil // a FIFO or device would block or never end: not model data
+			}
 		} else if !d.Type().IsRegular() {
 			return nil
 		}

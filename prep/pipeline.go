@@ -13,15 +13,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/edgectl/edgectl/hub"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/failpoint"
+	"github.com/edgectl/edgectl/internal/pathguard"
 	"github.com/edgectl/edgectl/internal/version"
 	"github.com/edgectl/edgectl/patch"
 )
@@ -171,16 +175,16 @@ func (o *Options) manifestOptions() map[string]any {
 	return m
 }
 
-// steps returns the target's steps after import.
+// steps returns the target's steps after check and import.
 func (o *Options) steps(rep *Reporter) ([]Step, error) {
 	name := sourceName(o.Source)
 	switch o.Target {
 	case TargetCPU:
-		return []Step{checkStep()}, nil
+		return nil, nil
 	case TargetGGUF:
-		return []Step{checkStep(), quantStep(o.Format, o.Ternarize, name+".gguf")}, nil
+		return []Step{quantStep(o.Format, o.Ternarize, name+".gguf")}, nil
 	case TargetH1B:
-		return []Step{checkStep(), quantStep(o.Format, o.Ternarize, name+".h1b")}, nil
+		return []Step{quantStep(o.Format, o.Ternarize, name+".h1b")}, nil
 	case TargetAX650:
 		steps := []Step{
 			doctorStep(TargetAX650, o.KVCacheLen),
@@ -224,6 +228,9 @@ func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := guardOut(o); err != nil {
+		return nil, err
+	}
 	cache, err := OpenCache(o.CacheDir)
 	if err != nil {
 		return nil, err
@@ -243,8 +250,11 @@ func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	all := append([]Step{importStep(src, local)}, steps...)
-	r := &runner{cache: cache, rep: rep, force: o.Force}
+	// check reads the source where the user has it, so its errors name
+	// the user's files; later steps read prep's cache, and the runner
+	// names the source in their errors instead.
+	all := append([]Step{checkStep(o.Target), importStep(src, local)}, steps...)
+	r := &runner{cache: cache, rep: rep, force: o.Force, srcDir: src.Dir, srcShow: src.Dir}
 	records, dir, key, err := r.run(ctx, src.Dir, src.Key, all)
 	if errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("prep interrupted: finished steps are cached, run the same command again to resume: %w", err)
@@ -270,6 +280,19 @@ func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
 	return res, nil
 }
 
+// guardOut refuses an OUT that is, holds or lies inside what prep reads:
+// the source directory, the step cache, the Hub cache. Replacing OUT (with
+// --force) removes the old directory whole, and with it anything inside.
+func guardOut(o Options) error {
+	inputs := []string{o.CacheDir}
+	if isLocal(o.Source) {
+		inputs = append(inputs, o.Source)
+	} else {
+		inputs = append(inputs, o.Hub.CacheDir)
+	}
+	return pathguard.Dir(o.Out, inputs...)
+}
+
 // writeOut publishes OUT/: the final step's files, copied (not linked, so
 // editing OUT/ cannot corrupt the cache), plus manifest.json. An OUT/ that
 // already holds this exact result is left alone.
@@ -283,6 +306,11 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *Manifest,
 		return "", inputErr("the model itself has a file named %s, which prep reserves for its manifest: rename it in the source", ManifestName)
 	}
 
+	// Leftovers of killed runs beside OUT (a half-copied OUT, an old OUT
+	// that was being replaced) go first: they are what filled disks.
+	if _, err := atomicfile.CleanStale(filepath.Dir(filepath.Clean(out))); err != nil {
+		rep.Emit(Event{Event: "log", Step: "out", Message: "could not remove a stale temporary: " + err.Error()})
+	}
 	if ents, err := os.ReadDir(out); err == nil && len(ents) == 0 {
 		os.Remove(out) // an empty directory (mkdir in a CI script) holds nothing to keep
 	}
@@ -307,41 +335,53 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *Manifest,
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", inputErr("-o %s: %v", out, err)
 	}
-	tmpTarget := filepath.Join(parent, "."+filepath.Base(out)+".new-"+fmt.Sprint(os.Getpid()))
-	os.RemoveAll(tmpTarget)
-	d, err := atomicfile.CreateDir(tmpTarget)
+	// OUT is built beside its final place under an edgectl temporary name,
+	// so a run killed while writing it leaves something the next run of
+	// any edgectl command writing here recognizes and removes.
+	tmp, err := NewTempDir(parent, filepath.Base(filepath.Clean(out)))
 	if err != nil {
 		return "", err
 	}
-	defer d.Abort()
+	published := false
+	defer func() {
+		if !published {
+			os.RemoveAll(tmp)
+		}
+	}()
 	for _, n := range names {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		if err := copyFile(filepath.Join(from, filepath.FromSlash(n)), filepath.Join(d.Path, filepath.FromSlash(n))); err != nil {
+		if err := copyFile(filepath.Join(from, filepath.FromSlash(n)), filepath.Join(tmp, filepath.FromSlash(n))); err != nil {
 			return "", err
 		}
 	}
-	files, err := HashTree(d.Path)
+	failpoint.Hit("prep.out") // crash tests: kill -9 with OUT half built
+	files, err := HashTree(tmp)
 	if err != nil {
 		return "", err
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	m.Files = files
+	// The copy is what users load: check it is whole and readable by the
+	// format's own reader before it replaces anything.
+	if err := verifyOut(tmp, m.Target); err != nil {
+		return "", &Error{Step: "out", Err: fmt.Errorf("the artifact is not loadable, OUT was left as it was: %s", strings.ReplaceAll(err.Error(), tmp, out))}
+	}
 	b, err := m.Marshal()
 	if err != nil {
 		return "", err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(d.Path, ManifestName), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, ManifestName), b, 0o644); err != nil {
 		return "", err
 	}
-	if err := d.Commit(); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		return "", err
 	}
-	if err := SwapDir(tmpTarget, out); err != nil {
-		os.RemoveAll(tmpTarget)
+	if err := SwapDir(tmp, out); err != nil {
 		return "", err
 	}
+	published = true
 	var total int64
 	for _, f := range files {
 		total += f.Size
@@ -351,18 +391,47 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *Manifest,
 	return hex.EncodeToString(sum[:]), nil
 }
 
+// NewTempDir makes an empty directory in parent named as an edgectl
+// temporary for base (see atomicfile.TempPattern), mode 0755.
+func NewTempDir(parent, base string) (string, error) {
+	tmp, err := os.MkdirTemp(parent, atomicfile.TempPattern(base))
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// TempName is a fresh path in parent named as an edgectl temporary for
+// base, for renaming something aside (os.Rename does not replace
+// directories, so the name must not exist yet).
+func TempName(parent, base string) string {
+	pattern := atomicfile.TempPattern(base)
+	return filepath.Join(parent, strings.Replace(pattern, "*", strconv.FormatUint(rand.Uint64(), 36), 1))
+}
+
 // SwapDir moves the finished directory ready into place at target. A
 // directory already at target (a previous artifact the caller decided to
-// replace) is renamed aside first and removed after, so target is never a
-// mix of old and new files.
+// replace) is exchanged with ready in one rename where the system can
+// (Linux), else renamed aside first; either way target is never a mix of
+// old and new files, and the old one ends under a temporary name that is
+// removed now or, after a kill, by the next run.
 func SwapDir(ready, target string) error {
 	parent := filepath.Dir(filepath.Clean(target))
 	if _, err := os.Lstat(target); err == nil {
-		old := filepath.Join(parent, "."+filepath.Base(target)+".old-"+fmt.Sprint(os.Getpid()))
-		os.RemoveAll(old)
+		if err := exchange(ready, target); err == nil {
+			failpoint.Hit("prep.swap") // crash tests: kill -9 with the old OUT not yet removed
+			os.RemoveAll(ready)        // now the old directory
+			return atomicfile.SyncDir(parent)
+		}
+		old := TempName(parent, filepath.Base(filepath.Clean(target)))
 		if err := os.Rename(target, old); err != nil {
 			return err
 		}
+		failpoint.Hit("prep.swap")
 		defer os.RemoveAll(old)
 	}
 	if err := os.Rename(ready, target); err != nil {

@@ -119,7 +119,7 @@ func TestPrepCPULocalWritesVerifiedManifest(t *testing.T) {
 	if m.Target != "cpu" || m.Source.Dir != "tinystories-656k" || len(m.Source.TreeSHA256) != 64 || m.EdgectlVersion == "" {
 		t.Errorf("manifest header = %+v", m)
 	}
-	if len(m.Steps) != 2 || m.Steps[0].Name != "import" || m.Steps[1].Name != "check" || len(m.Steps[1].Findings) == 0 {
+	if len(m.Steps) != 2 || m.Steps[0].Name != "check" || m.Steps[1].Name != "import" || len(m.Steps[0].Findings) == 0 {
 		t.Errorf("manifest steps = %+v", m.Steps)
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, ManifestName)); !strings.Contains(string(b), `"options": {`) || bytes.Contains(b, []byte(tmp)) {
@@ -130,10 +130,10 @@ func TestPrepCPULocalWritesVerifiedManifest(t *testing.T) {
 		t.Errorf("result manifest sha256 %s, file has %x", res.ManifestSHA256, sum)
 	}
 	evs := log.events(t)
-	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,import,check,out" {
+	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,check,import,out" {
 		t.Errorf("done events for %v", s)
 	}
-	if s := stepsWith(evs, "start"); strings.Join(s, ",") != "source,import,check,out" {
+	if s := stepsWith(evs, "start"); strings.Join(s, ",") != "source,check,import,out" {
 		t.Errorf("start events for %v", s)
 	}
 	if len(stepsWith(evs, "finding")) == 0 {
@@ -195,13 +195,13 @@ func TestPrepRerunSkipsFinishedSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := log.events(t)
-	if s := stepsWith(evs, "skip"); strings.Join(s, ",") != "import,check,out" {
-		t.Errorf("skipped %v, want import,check,out", s)
+	if s := stepsWith(evs, "skip"); strings.Join(s, ",") != "check,import,out" {
+		t.Errorf("skipped %v, want check,import,out", s)
 	}
 	if s := stepsWith(evs, "start"); strings.Join(s, ",") != "source" {
 		t.Errorf("started %v on a rerun, want only the source hash", s)
 	}
-	if strings.Join(res.Skipped, ",") != "import,check,out" {
+	if strings.Join(res.Skipped, ",") != "check,import,out" {
 		t.Errorf("Result.Skipped = %v", res.Skipped)
 	}
 	// Findings are replayed from the cache.
@@ -225,7 +225,7 @@ func TestPrepRerunSkipsFinishedSteps(t *testing.T) {
 	if s := stepsWith(evs, "skip"); len(s) != 0 {
 		t.Errorf("--force skipped %v", s)
 	}
-	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,import,check,out" {
+	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,check,import,out" {
 		t.Errorf("--force done %v", s)
 	}
 }
@@ -233,10 +233,10 @@ func TestPrepRerunSkipsFinishedSteps(t *testing.T) {
 func TestPrepInterruptedRunResumes(t *testing.T) {
 	tmp := t.TempDir()
 	opts := cpuOpts(t, filepath.Join(tmp, "cache"), filepath.Join(tmp, "OUT"))
-	// Interrupt (as Ctrl-C does) the moment the check step starts.
+	// Interrupt (as Ctrl-C does) the moment the import step starts.
 	ctx, cancel := context.WithCancel(context.Background())
 	log := eventLog{onEvent: func(e Event) {
-		if e.Event == "start" && e.Step == "check" {
+		if e.Event == "start" && e.Step == "import" {
 			cancel()
 		}
 	}}
@@ -251,10 +251,10 @@ func TestPrepInterruptedRunResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := log.events(t)
-	if s := stepsWith(evs, "skip"); strings.Join(s, ",") != "import" {
-		t.Errorf("resumed run skipped %v, want import", s)
+	if s := stepsWith(evs, "skip"); strings.Join(s, ",") != "check" {
+		t.Errorf("resumed run skipped %v, want check", s)
 	}
-	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,check,out" {
+	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,import,out" {
 		t.Errorf("resumed run did %v", s)
 	}
 	if _, err := ReadManifest(opts.Out); err != nil {
@@ -340,7 +340,7 @@ func TestPrepRedoesDamagedCacheEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	damaged := filepath.Join(opts.CacheDir, "steps", res.Manifest.Steps[0].Key, "out", "model.safetensors")
+	damaged := filepath.Join(opts.CacheDir, "steps", res.Manifest.Steps[1].Key, "out", "model.safetensors")
 	if err := os.Truncate(damaged, 100); err != nil {
 		t.Fatal(err)
 	}

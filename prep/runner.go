@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/failpoint"
 	"github.com/edgectl/edgectl/internal/version"
 )
 
@@ -87,6 +88,11 @@ type runner struct {
 	cache *Cache
 	rep   *Reporter
 	force bool
+	// srcDir is the source as the steps see it; srcShow is how errors name
+	// it. A step reading a cache entry derived from the source has that
+	// entry's path replaced by srcShow in its errors: the user knows
+	// ./model/config.json, not steps/3fa9…/out/config.json.
+	srcDir, srcShow string
 }
 
 // stepResult is a step's place in the finished chain.
@@ -161,6 +167,9 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 	}
 	if err != nil {
 		err = inStep(st.Name, err)
+		if in != r.srcDir && r.srcShow != "" {
+			err = showPath(err, in, r.srcShow)
+		}
 		r.rep.Emit(Event{Event: "error", Step: st.Name, Key: key, Error: err.Error(), ExitCode: exitCode(err)})
 		return stepResult{}, err
 	}
@@ -185,6 +194,7 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 			rec.Files = append(rec.Files, FileEntry{Path: n, Size: fi.Size()})
 		}
 	}
+	failpoint.Hit("prep.step") // crash tests: kill -9 with the step's output written, not committed
 	b, _ := json.MarshalIndent(rec, "", "  ")
 	if err := atomicfile.WriteFile(filepath.Join(d.Path, stepRecordFile), append(b, '\n'), 0o644); err != nil {
 		return stepResult{}, inStep(st.Name, err)

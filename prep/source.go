@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/hub"
+	"github.com/edgectl/edgectl/internal/failpoint"
 )
 
 // modelFiles are the files of a checkpoint the pipeline carries along:
@@ -185,6 +186,7 @@ func importStep(src *resolved, local bool) Step {
 				if err != nil {
 					return err
 				}
+				failpoint.Hit("prep.import") // crash tests: kill -9 with the import half copied
 				n++
 			}
 			if n == 0 {

@@ -4,38 +4,33 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/edgectl/edgectl/doctor"
-	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/patch"
 )
 
-// checkStep validates what every target reads: a config.json the
-// architecture can be read from and a consistent safetensors checkpoint.
-// (The NPU-specific verdict is doctor's, in doctorStep.)
-func checkStep() Step {
+// checkStep validates the source before any work: what makes a model
+// unloadable on every target (see validate) stops prep with an error that
+// names the user's files. It runs on the source directory itself, before
+// import copies anything. (The NPU-specific verdict is doctor's, in
+// doctorStep.)
+func checkStep(target string) Step {
+	norms := target != TargetAX650 // ax650's layernorm step adds missing norms
 	return Step{
 		Name:    "check",
-		Version: 1,
+		Version: 2,
 		Check:   true,
+		Options: map[string]any{"norms": norms},
 		Run: func(ctx context.Context, sc *StepContext) error {
-			cfg, err := hfconfig.Load(filepath.Join(sc.In, "config.json"))
+			findings, err := validate(sc.In, target)
 			if err != nil {
-				return &Error{Kind: KindInput, Err: err}
+				return err
 			}
-			if n := cfg.Text().Experts(); n > 0 {
-				return blockedErr("config.json declares %d experts: mixture-of-experts models are not supported by edgectl's targets", n)
+			for _, f := range findings {
+				sc.Finding(scrub(sc.In, f))
 			}
-			ck, err := safetensors.OpenCheckpoint(sc.In)
-			if err != nil {
-				return &Error{Kind: KindInput, Err: err}
-			}
-			defer ck.Close()
-			sc.Finding(Finding{Severity: "info", Code: "checkpoint",
-				Message: fmt.Sprintf("%s, %d tensors, %d bytes of weights", cfg.Arch(), len(ck.Tensors()), ck.TensorBytes())})
 			return nil
 		},
 	}
@@ -58,7 +53,7 @@ func doctorStep(target string, kvLen int) Step {
 			for _, f := range r.Findings {
 				sc.Finding(scrub(sc.In, Finding{Severity: string(f.Severity), Code: f.ID, Message: f.Message, Evidence: f.Evidence, Fix: f.Fix}))
 				if f.Severity == doctor.Blocking {
-					blocking = append(blocking, f.ID+": "+scrubText(sc.In, f.Message))
+					blocking = append(blocking, f.ID+": "+f.Message) // the runner names the source
 				}
 			}
 			if len(blocking) > 0 {

@@ -52,7 +52,7 @@ func quantStep(format, ternarize, file string) Step {
 			if err != nil {
 				var ie *quant.InputError
 				if errors.As(err, &ie) {
-					return &Error{Kind: KindInput, Err: errors.New(scrubText(sc.In, err.Error()))}
+					return &Error{Kind: KindInput, Err: err} // the runner names the source, not the cache
 				}
 				return err
 			}

@@ -95,6 +95,13 @@ func TestPrepCommandExitCodes(t *testing.T) {
 	}
 	cfg, _ := os.ReadFile(filepath.Join(prepFixture, "config.json"))
 	os.WriteFile(filepath.Join(moe, "config.json"), bytes.Replace(cfg, []byte(`"vocab_size": 2048`), []byte(`"vocab_size": 2048, "num_experts": 4`), 1), 0o644)
+	nullCfg := filepath.Join(tmp, "nullcfg")
+	os.MkdirAll(nullCfg, 0o755)
+	for _, f := range []string{"model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+		b, _ := os.ReadFile(filepath.Join(prepFixture, f))
+		os.WriteFile(filepath.Join(nullCfg, f), b, 0o644)
+	}
+	os.WriteFile(filepath.Join(nullCfg, "config.json"), []byte("null\n"), 0o644)
 	cache := filepath.Join(tmp, "cache")
 	for _, tc := range []struct {
 		args []string
@@ -106,6 +113,11 @@ func TestPrepCommandExitCodes(t *testing.T) {
 		{[]string{"prep", prepFixture, "--target", "gguf", "--format", "sherry", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, cli.ExitUsage, "tq2_0, tq1_0"},
 		{[]string{"prep", filepath.Join(tmp, "missing"), "--target", "cpu", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, cli.ExitError, "no such file"},
 		{[]string{"prep", moe, "--target", "cpu", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, cli.ExitBlocked, "experts"},
+		// An unloadable input fails before any work, naming the user's file.
+		{[]string{"prep", nullCfg, "--target", "cpu", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, cli.ExitError, nullCfg + "/config.json"},
+		// OUT may not hold or lie inside the source: --force would delete it.
+		{[]string{"prep", moe, "--target", "cpu", "-o", tmp, "--cache-dir", cache, "--force"}, cli.ExitUsage, "it contains the input"},
+		{[]string{"prep", moe, "--target", "cpu", "-o", filepath.Join(moe, "out"), "--cache-dir", cache}, cli.ExitUsage, "lies inside the input directory"},
 		{[]string{"push", filepath.Join(tmp, "missing"), "localhost:1/x:1"}, cli.ExitError, "not a prep artifact"},
 		{[]string{"pull", "oci://Not A Ref"}, cli.ExitUsage, "not an OCI reference"},
 	} {

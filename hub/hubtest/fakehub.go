@@ -57,6 +57,13 @@ type Faults struct {
 	Corrupt      int   // serve bytes with one flipped this many times
 	IgnoreRange  bool  // answer 200 with the whole file to ranged requests
 	BytesPerSec  int64 // throttle the body
+	// ExtraBytes keeps streaming this many bytes past the file's end, on
+	// every request, without a Content-Length (chunked), as a broken or
+	// hostile mirror would.
+	ExtraBytes int64
+	// ContentLength, when set, is announced instead of the true length on
+	// every request (the body is what it would be otherwise).
+	ContentLength int64
 }
 
 // Request is one request either server received.

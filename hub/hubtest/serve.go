@@ -18,6 +18,7 @@ func (s *Server) takeFault(path string) (f Faults) {
 		return Faults{}
 	}
 	f.IgnoreRange, f.BytesPerSec, f.RetryAfter, f.CutAfter, f.StallAfter = cur.IgnoreRange, cur.BytesPerSec, cur.RetryAfter, cur.CutAfter, cur.StallAfter
+	f.ExtraBytes, f.ContentLength = cur.ExtraBytes, cur.ContentLength
 	switch {
 	case cur.RateLimit > 0:
 		cur.RateLimit--
@@ -89,13 +90,22 @@ func (s *Server) serveBytes(w http.ResponseWriter, r *http.Request, f *File) {
 	}
 	w.Header().Set("Accept-Ranges", "bytes")
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.FormatInt(end-start+1, 10))
+	switch {
+	case fault.ContentLength > 0:
+		w.Header().Set("Content-Length", strconv.FormatInt(fault.ContentLength, 10))
+	case fault.ExtraBytes == 0:
+		w.Header().Set("Content-Length", strconv.FormatInt(end-start+1, 10))
+	}
 	w.WriteHeader(status)
 	if r.Method == http.MethodHead {
 		return
 	}
 
 	body := io.Reader(io.NewSectionReader(f.Content, start, end-start+1))
+	if fault.ExtraBytes > 0 {
+		extra := Generated(uint64(size), fault.ExtraBytes)
+		body = io.MultiReader(body, io.NewSectionReader(extra, 0, extra.Size()))
+	}
 	limit := int64(-1)
 	if fault.Cuts > 0 {
 		limit = fault.CutAfter

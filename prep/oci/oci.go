@@ -54,6 +54,17 @@ type Options struct {
 	OnFile func(path string, size int64, cached bool)
 	// Progress, when set, is called with bytes moved so far and the total.
 	Progress func(done, total int64)
+	// FreeSpace reports the bytes that may still be written under dir
+	// (ok=false: unknown, not checked). Nil means statfs; tests play a
+	// full disk with it.
+	FreeSpace func(dir string) (free int64, ok bool)
+}
+
+func (o *Options) freeSpace(dir string) (int64, bool) {
+	if o.FreeSpace != nil {
+		return o.FreeSpace(dir)
+	}
+	return freeBytes(dir)
 }
 
 func (o *Options) keychain() authn.Keychain {

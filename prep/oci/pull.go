@@ -106,24 +106,33 @@ func Pull(ctx context.Context, ref, dir string, o Options) (*PullResult, error) 
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
 	}
-	staging := filepath.Join(parent, "."+filepath.Base(dir)+".pull-"+strconv.Itoa(os.Getpid()))
-	os.RemoveAll(staging)
-	tmp, err := atomicfile.CreateDir(staging)
+	// What killed pulls left here goes first; then the artifact must fit.
+	atomicfile.CleanStale(parent)
+	if free, ok := o.freeSpace(parent); ok && free < total {
+		return nil, cli.Exitf(cli.ExitDiskFull, "no space left for %s: it needs %s (%d bytes) in %s, which has %s free; free space or pull into a larger disk (--local-dir)",
+			r, cli.Bytes(total), total, parent, cli.Bytes(free))
+	}
+	staging, err := prep.NewTempDir(parent, filepath.Base(filepath.Clean(dir)))
 	if err != nil {
 		return nil, err
 	}
-	defer tmp.Abort()
-	if err := fetchAll(ctx, cancel, img, files, tmp.Path, total, r.String(), o); err != nil {
+	published := false
+	defer func() {
+		if !published {
+			os.RemoveAll(staging)
+		}
+	}()
+	if err := fetchAll(ctx, cancel, img, files, staging, total, r.String(), o); err != nil {
 		return nil, err
 	}
-	sum, _, err := prep.HashFile(filepath.Join(tmp.Path, prep.ManifestName))
+	sum, _, err := prep.HashFile(filepath.Join(staging, prep.ManifestName))
 	if err != nil {
 		return nil, fmt.Errorf("%s: the artifact has no %s: %v", r, prep.ManifestName, err)
 	}
 	if sum != mf.Annotations[AnnotationManifestSHA256] {
 		return nil, tamperErr("%s: manifest.json has sha256 %s, the image manifest names %s", r, sum, mf.Annotations[AnnotationManifestSHA256])
 	}
-	m, err := prep.ReadManifest(tmp.Path)
+	m, err := prep.ReadManifest(staging)
 	if err != nil {
 		return nil, err
 	}
@@ -133,13 +142,13 @@ func Pull(ctx context.Context, ref, dir string, o Options) (*PullResult, error) 
 	if err := matchManifest(m, files); err != nil {
 		return nil, tamperErr("%s: %v", r, err)
 	}
-	if err := tmp.Commit(); err != nil {
+	if err := atomicfile.SyncDir(staging); err != nil {
 		return nil, err
 	}
 	if err := prep.SwapDir(staging, dir); err != nil {
-		os.RemoveAll(staging)
 		return nil, err
 	}
+	published = true
 	return res, nil
 }
 
@@ -372,6 +381,11 @@ func extract(tr *tar.Reader, f layerFile, dir string, progress func(int64)) (str
 		case tar.TypeReg:
 			if name != f.path || found {
 				return "", 0, fmt.Errorf("layer of %s holds an unexpected file %q", f.path, h.Name)
+			}
+			// Nothing past the annotated size is written: a small layer
+			// that inflates to terabytes is refused before its first byte.
+			if h.Size != f.size {
+				return "", 0, tamperErr("layer of %s: its tar entry is %d bytes, annotated %d", f.path, h.Size, f.size)
 			}
 			found = true
 			if sum, n, err = writeFile(filepath.Join(dir, filepath.FromSlash(f.path)), tr, progress); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/prep"
 )
 
@@ -122,7 +123,8 @@ func Push(ctx context.Context, dir, ref string, o Options) (*PushResult, error) 
 	// Compressed layers are staged beside OUT/ (its disk has room for a
 	// model), not in /tmp, which is often a small tmpfs.
 	abs, _ := filepath.Abs(dir)
-	spool, err := os.MkdirTemp(filepath.Dir(abs), ".edgectl-push-*")
+	atomicfile.CleanStale(filepath.Dir(abs)) // spools of killed pushes
+	spool, err := prep.NewTempDir(filepath.Dir(abs), filepath.Base(abs)+".push")
 	if err != nil {
 		if spool, err = os.MkdirTemp("", "edgectl-push-*"); err != nil {
 			return nil, err
