@@ -19,8 +19,16 @@ type File struct {
 	done bool
 }
 
-// Create starts a write to path with the given permissions.
+// Create starts a write to path with the given permissions. A path that
+// exists must be a regular file or a symlink (which the rename replaces,
+// leaving what it pointed to alone, as a Hugging Face snapshot needs):
+// renaming over a device, FIFO, socket or directory would swap a file in
+// for something that is not one (`-o /dev/null` must not replace the
+// device node).
 func Create(path string, perm os.FileMode) (*File, error) {
+	if err := replaceable(path); err != nil {
+		return nil, err
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -35,6 +43,26 @@ func Create(path string, perm os.FileMode) (*File, error) {
 		return nil, err
 	}
 	return &File{File: tmp, path: path}, nil
+}
+
+// replaceable refuses a target that is not a regular file or a symlink.
+func replaceable(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil || st.Mode().IsRegular() || st.Mode()&os.ModeSymlink != 0 {
+		return nil
+	}
+	what := "not a regular file"
+	switch m := st.Mode(); {
+	case m.IsDir():
+		what = "a directory"
+	case m&os.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&os.ModeDevice != 0:
+		what = "a device"
+	case m&os.ModeSocket != 0:
+		what = "a socket"
+	}
+	return fmt.Errorf("%s is %s: edgectl writes its outputs as regular files and will not replace it; choose a file path", path, what)
 }
 
 // Commit flushes the data to disk and renames it into place.

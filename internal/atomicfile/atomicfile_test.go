@@ -3,6 +3,8 @@ package atomicfile
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -85,5 +87,44 @@ func TestDirAppearsWholeOrNotAtAll(t *testing.T) {
 	d2.Abort()
 	if es := entries(t, parent); len(es) != 1 || es[0] != "OUT" {
 		t.Fatalf("aborted dir left %v", es)
+	}
+}
+
+// A device, FIFO or directory at the target is refused before anything is
+// written: the rename would replace the node itself.
+func TestCreateRefusesSpecialTargets(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	for path, want := range map[string]string{fifo: "named pipe", "/dev/null": "device", sub: "directory"} {
+		f, err := Create(path, 0o644)
+		if err == nil {
+			f.Abort()
+			t.Fatalf("%s: no error", path)
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatal("the FIFO was replaced")
+	}
+	if es := entries(t, dir); len(es) != 2 {
+		t.Fatalf("left %v", es)
+	}
+	// A symlink is replaced by the file; what it pointed to is untouched.
+	target := filepath.Join(dir, "blob")
+	os.WriteFile(target, []byte("shared"), 0o644)
+	link := filepath.Join(dir, "config.json")
+	os.Symlink(target, link)
+	if err := WriteFile(link, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "shared" {
+		t.Fatal("the symlink's target changed")
 	}
 }
