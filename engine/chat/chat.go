@@ -1,49 +1,46 @@
 // Package chat renders a model's chat template (Jinja, from
 // tokenizer_config.json or chat_template.jinja) into the prompt text the
-// model was trained on. It uses github.com/nikolalohinski/gonja/v2, a
-// maintained pure-Go Jinja2 implementation, configured as transformers
-// configures jinja2 (trim_blocks, lstrip_blocks, raise_exception).
+// model was trained on, the way transformers renders it.
+//
+// Templates come from any model on the Hub and are hostile input, so they
+// run in engine/chat/jinja, a small sandboxed interpreter written for chat
+// templates: no loader (include, import, extends fail at parse time), no
+// access to anything but the conversation and the variables given here, a
+// render deadline, a step budget, and limits on nesting, recursion, string
+// and list sizes and output, checked before allocating. See jinja.Limits.
 package chat
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/nikolalohinski/gonja/v2"
-	"github.com/nikolalohinski/gonja/v2/config"
-	"github.com/nikolalohinski/gonja/v2/exec"
-	"github.com/nikolalohinski/gonja/v2/loaders"
-
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/chat/jinja"
 )
+
+// Limits bound parsing and rendering; zero fields take DefaultLimits.
+type Limits = jinja.Limits
+
+// DefaultLimits are the limits Parse uses.
+func DefaultLimits() Limits { return jinja.DefaultLimits() }
 
 // Template is a parsed chat template; safe for concurrent Render calls.
 type Template struct {
 	src string
-	t   *exec.Template
+	t   *jinja.Template
 }
 
-// Parse compiles a Jinja chat template.
-func Parse(src string) (*Template, error) {
-	cfg := config.New()
-	// transformers renders with trim_blocks and lstrip_blocks.
-	cfg.TrimBlocks = true
-	cfg.LeftStripBlocks = true
-	cfg.KeepTrailingNewline = false
-	loader, err := loaders.NewFileSystemLoader("")
+// Parse compiles a Jinja chat template with DefaultLimits.
+func Parse(src string) (*Template, error) { return ParseLimits(src, Limits{}) }
+
+// ParseLimits compiles a Jinja chat template with the given limits.
+func ParseLimits(src string, lim Limits) (*Template, error) {
+	t, err := jinja.Parse(src, lim)
 	if err != nil {
-		return nil, err
-	}
-	shifted, err := loaders.NewShiftedLoader("chat_template", bytes.NewReader([]byte(src)), loader)
-	if err != nil {
-		return nil, err
-	}
-	t, err := exec.NewTemplate("chat_template", cfg, shifted, gonja.DefaultEnvironment)
-	if err != nil {
-		return nil, fmt.Errorf("parse chat template: %w", err)
+		return nil, fmt.Errorf("chat template %w", err)
 	}
 	return &Template{src: src, t: t}, nil
 }
@@ -51,12 +48,16 @@ func Parse(src string) (*Template, error) {
 // Source is the template text.
 func (t *Template) Source() string { return t.src }
 
-// Vars are the extra variables templates read.
+// Vars are the variables templates read besides the messages.
 type Vars struct {
 	BOSToken, EOSToken  string
 	AddGenerationPrompt bool
-	// Extra holds anything else (enable_thinking, tools, …).
+	// Extra holds anything else (enable_thinking, tools, documents, …).
+	// Values are JSON-like Go values; a json.RawMessage keeps the key
+	// order a client sent, which tojson reproduces (Go maps are sorted).
 	Extra map[string]any
+	// Now is strftime_now's clock; zero means the current time.
+	Now time.Time
 }
 
 // errRaised carries raise_exception's message out of the renderer.
@@ -64,43 +65,168 @@ type errRaised struct{ msg string }
 
 func (e errRaised) Error() string { return "chat template: " + e.msg }
 
-// Render produces the prompt for messages.
-func (t *Template) Render(msgs []engine.Message, v Vars) (string, error) {
-	list := make([]any, len(msgs))
+// maxRaisedLen caps how much of a template's own error message reaches the
+// caller (and, through serve, an HTTP client).
+const maxRaisedLen = 512
+
+// Render produces the prompt for msgs. It stops at ctx's deadline or, when
+// ctx has none, after Limits.Timeout.
+func (t *Template) Render(ctx context.Context, msgs []engine.Message, v Vars) (string, error) {
+	list := make(jinja.List, len(msgs))
 	for i, m := range msgs {
-		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+		d := jinja.NewDict()
+		d.SetString("role", m.Role)
+		d.SetString("content", m.Content)
+		list[i] = d
 	}
-	var raised *errRaised
-	data := map[string]any{
-		"messages":              list,
+	return t.render(ctx, list, v)
+}
+
+// render is Render for messages already converted (the tests pass messages
+// with tool calls and content parts this way).
+func (t *Template) render(ctx context.Context, messages jinja.Value, v Vars) (string, error) {
+	now := v.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	vars := map[string]jinja.Value{
+		"messages":              messages,
 		"add_generation_prompt": v.AddGenerationPrompt,
 		"bos_token":             v.BOSToken,
 		"eos_token":             v.EOSToken,
-		"raise_exception": func(msg string) (string, error) {
-			raised = &errRaised{msg}
-			return "", *raised
-		},
-		"strftime_now": func(format string) string { return strftime(time.Now(), format) },
+		// transformers always passes these, None when absent.
+		"tools":     nil,
+		"documents": nil,
+		"raise_exception": &jinja.Func{Name: "raise_exception", Fn: func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+			msg := "raise_exception() called"
+			if len(args) > 0 {
+				if s, ok := args[0].(string); ok {
+					msg = s
+				}
+			}
+			if len(msg) > maxRaisedLen {
+				msg = msg[:maxRaisedLen] + "…"
+			}
+			return nil, errRaised{msg}
+		}},
+		"strftime_now": &jinja.Func{Name: "strftime_now", Fn: func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+			if len(args) != 1 {
+				return nil, fmt.Errorf("strftime_now() takes one format argument")
+			}
+			f, ok := args[0].(string)
+			if !ok {
+				return nil, fmt.Errorf("strftime_now(): the format must be a string")
+			}
+			return strftime(now, f), nil
+		}},
 	}
 	for k, val := range v.Extra {
-		data[k] = val
+		c, err := jinja.ValueOf(val)
+		if err != nil {
+			return "", fmt.Errorf("chat template variable %s: %w", k, err)
+		}
+		vars[k] = c
 	}
-	ctx := gonja.DefaultContext.Inherit()
-	ctx.Update(exec.NewContext(data))
-	out, err := t.t.ExecuteToString(ctx)
-	if raised != nil {
-		return "", *raised
-	}
+	out, err := t.t.Render(ctx, vars)
 	if err != nil {
-		return "", fmt.Errorf("render chat template: %w", err)
+		var raised errRaised
+		if errors.As(err, &raised) {
+			return "", raised
+		}
+		return "", fmt.Errorf("chat template %w", err)
 	}
 	return out, nil
 }
 
-// strftime supports the directives chat templates use for dates.
+// strftime is C's strftime for the directives chat templates use (and
+// glibc's %-d style flags that drop padding), in English.
 func strftime(t time.Time, f string) string {
-	r := strings.NewReplacer("%Y", "2006", "%m", "01", "%d", "02", "%B", "January", "%b", "Jan", "%H", "15", "%M", "04", "%S", "05", "%A", "Monday", "%a", "Mon")
-	return t.Format(r.Replace(f))
+	var b strings.Builder
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' || i+1 >= len(f) {
+			b.WriteByte(f[i])
+			continue
+		}
+		i++
+		pad := true
+		if f[i] == '-' && i+1 < len(f) {
+			pad = false
+			i++
+		}
+		num := func(n, width int) {
+			s := fmt.Sprint(n)
+			if pad {
+				for len(s) < width {
+					s = "0" + s
+				}
+			}
+			b.WriteString(s)
+		}
+		hour12 := t.Hour() % 12
+		if hour12 == 0 {
+			hour12 = 12
+		}
+		switch f[i] {
+		case 'Y':
+			num(t.Year(), 4)
+		case 'y':
+			num(t.Year()%100, 2)
+		case 'm':
+			num(int(t.Month()), 2)
+		case 'd':
+			num(t.Day(), 2)
+		case 'e':
+			s := fmt.Sprint(t.Day())
+			if pad && len(s) < 2 {
+				s = " " + s
+			}
+			b.WriteString(s)
+		case 'H':
+			num(t.Hour(), 2)
+		case 'I':
+			num(hour12, 2)
+		case 'M':
+			num(t.Minute(), 2)
+		case 'S':
+			num(t.Second(), 2)
+		case 'j':
+			num(t.YearDay(), 3)
+		case 'p':
+			if t.Hour() < 12 {
+				b.WriteString("AM")
+			} else {
+				b.WriteString("PM")
+			}
+		case 'B':
+			b.WriteString(t.Month().String())
+		case 'b', 'h':
+			b.WriteString(t.Month().String()[:3])
+		case 'A':
+			b.WriteString(t.Weekday().String())
+		case 'a':
+			b.WriteString(t.Weekday().String()[:3])
+		case 'w':
+			num(int(t.Weekday()), 1)
+		case 'Z':
+			name, _ := t.Zone()
+			b.WriteString(name)
+		case 'z':
+			b.WriteString(t.Format("-0700"))
+		case 'F':
+			b.WriteString(t.Format("2006-01-02"))
+		case 'T':
+			b.WriteString(t.Format("15:04:05"))
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			if !pad {
+				b.WriteByte('-')
+			}
+			b.WriteByte(f[i])
+		}
+	}
+	return b.String()
 }
 
 // ErrNoTemplate means the model ships no chat template.

@@ -48,7 +48,7 @@ func (s *session) prompt(ctx context.Context, req engine.Request) ([]int, error)
 	if s.m.tmpl == nil {
 		return nil, fmt.Errorf("%s: %w; send a plain prompt instead", s.m.info.Name, chat.ErrNoTemplate)
 	}
-	text, err := s.m.tmpl.Render(req.Messages, chat.Vars{BOSToken: tok.BOSToken(), EOSToken: tok.EOSToken(),
+	text, err := s.m.tmpl.Render(ctx, req.Messages, chat.Vars{BOSToken: tok.BOSToken(), EOSToken: tok.EOSToken(),
 		AddGenerationPrompt: req.AddGenerationPrompt})
 	if err != nil {
 		return nil, err
