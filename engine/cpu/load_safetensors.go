@@ -137,7 +137,7 @@ func (m *model) loadTokenizer(dir string) error {
 	if src := tok.ChatTemplate(); src != "" {
 		t, err := chat.Parse(src)
 		if err != nil {
-			return fmt.Errorf("%s: chat template: %w", dir, err)
+			return fmt.Errorf("%s: %w", dir, err) // the error starts "chat template line N"
 		}
 		m.tmpl = t
 	}
