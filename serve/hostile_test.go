@@ -3,7 +3,6 @@ package serve
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,22 +10,17 @@ import (
 	"github.com/edgectl/edgectl/internal/testmodel"
 )
 
-// hostileSecret is put in the server's environment: a template that reads
-// /proc/self/environ must not get it into any response.
-const hostileSecret = "hf_hostileCorpusSecretToken0123456789"
-
 // One server holds every model of the hostile corpus (testdata/hostile) and
 // a normal one. Each hostile model fails its own requests within seconds
 // with a clear error (or answers, where the case says so), memory stays
 // bounded, no response carries a local file or the environment, and the
 // normal model answers before, between and after them.
 func TestServeHostileCorpus(t *testing.T) {
-	t.Setenv("EDGECTL_HOSTILE_SECRET", hostileSecret)
+	t.Setenv("EDGECTL_HOSTILE_SECRET", testmodel.HostileSecret)
 	cases, err := testmodel.HostileCases()
 	if err != nil {
 		t.Fatal(err)
 	}
-	passwd, _ := os.ReadFile("/etc/passwd")
 	root := t.TempDir()
 	dirs := []string{tinyDir(t, t.TempDir(), "tinystories")}
 	for _, c := range cases {
@@ -70,7 +64,7 @@ func TestServeHostileCorpus(t *testing.T) {
 			if peak > 512<<20 {
 				t.Errorf("peak heap grew by %d MiB", peak>>20)
 			}
-			if strings.Contains(string(b), hostileSecret) || (len(passwd) > 32 && strings.Contains(string(b), string(passwd[:32]))) {
+			if testmodel.Leaks(string(b)) {
 				t.Fatalf("response carries a local file or the environment:\n%s", b)
 			}
 			if c.Expect.OK {

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -268,4 +269,16 @@ func PeakHeap(f func()) uint64 {
 		return p - base
 	}
 	return 0
+}
+
+// HostileSecret is put in the environment of the hostile-corpus tests: a
+// template or file that reaches /proc/self/environ must not get it into
+// any output.
+const HostileSecret = "hf_hostileCorpusSecretToken0123456789"
+
+// Leaks reports whether out carries the secret or the start of
+// /etc/passwd.
+func Leaks(out string) bool {
+	passwd, _ := os.ReadFile("/etc/passwd")
+	return strings.Contains(out, HostileSecret) || (len(passwd) > 32 && strings.Contains(out, string(passwd[:32])))
 }
