@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/edgectl/edgectl/engine/upstream"
@@ -89,4 +91,22 @@ func asSyntax(err error, se **json.SyntaxError) bool {
 		*se = s
 	}
 	return ok
+}
+
+// ParseSize reads a byte count for --max-body: a number of bytes, or one
+// with a unit (KiB, MiB, GiB; K, M, G, KB, MB, GB read as binary too).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := t, ""
+	if i >= 0 {
+		num, unit = t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	}
+	mult := map[string]float64{"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+		"m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || mult == 0 || v <= 0 || v*mult > 1<<40 {
+		return 0, fmt.Errorf("size %q: want a positive number of bytes up to 1 TiB, optionally with KiB, MiB or GiB (e.g. 8MiB)", s)
+	}
+	return int64(v * mult), nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -132,7 +133,7 @@ func (s *Server) run(ctx context.Context, l *Lease, req engine.Request, emit fun
 
 // record updates the per-model counters.
 func (s *Server) record(e *Entry, res engine.Result) {
-	s.metrics.generation(e.Name, res.PromptTokens, res.CompletionTokens, res.TTFT.Seconds(), res.PrefillDuration.Seconds(), res.DecodeDuration.Seconds())
+	s.metrics.generation(e.Name, res.PromptTokens, res.CompletionTokens, res.TTFT, res.PrefillDuration, res.DecodeDuration, res.DecodeTPS())
 }
 
 // httpStatus maps an error to the status a client should see.
@@ -227,7 +228,14 @@ func sampling(temp, topP, minP, repeat *float64, topK, repeatN *int, seed *int64
 		sm.TopK = *topK
 	}
 	if repeatN != nil {
-		sm.RepeatLastN = *repeatN
+		switch n := *repeatN; {
+		case n == 0: // Ollama: 0 turns the penalty off
+			sm.RepeatPenalty = 0
+		case n < 0: // Ollama: -1 is the whole context
+			sm.RepeatLastN = math.MaxInt32
+		default:
+			sm.RepeatLastN = n
+		}
 	}
 	return sm
 }

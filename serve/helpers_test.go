@@ -12,12 +12,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/axcl"
@@ -200,16 +204,60 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// metric reads one series value from /metrics.
+// metric reads one series value from /metrics, parsed by Prometheus' own
+// text parser: series is NAME or NAME{label="value",…} (labels in any order).
 func metric(t testing.TB, ts *testServer, series string) string {
 	t.Helper()
-	_, b := get(t, ts.URL+"/metrics")
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, series+" ") {
-			return strings.TrimPrefix(l, series+" ")
+	name, labels := series, map[string]string{}
+	if i := strings.IndexByte(series, '{'); i >= 0 {
+		name = series[:i]
+		for _, kv := range strings.Split(strings.TrimSuffix(series[i+1:], "}"), ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			labels[k] = strings.Trim(v, `"`)
 		}
 	}
+	for _, m := range scrape(t, ts)[name].GetMetric() {
+		if len(m.GetLabel()) != len(labels) {
+			continue
+		}
+		match := true
+		for _, lp := range m.GetLabel() {
+			if v, ok := labels[lp.GetName()]; !ok || v != lp.GetValue() {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		var v float64
+		switch {
+		case m.Counter != nil:
+			v = m.Counter.GetValue()
+		case m.Gauge != nil:
+			v = m.Gauge.GetValue()
+		case m.Histogram != nil:
+			v = float64(m.Histogram.GetSampleCount())
+		default:
+			v = m.Untyped.GetValue()
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
 	return fmt.Sprintf("<%s missing>", series)
+}
+
+// scrape fetches /metrics and parses it strictly.
+func scrape(t testing.TB, ts *testServer) map[string]*dto.MetricFamily {
+	t.Helper()
+	code, b := get(t, ts.URL+"/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d %s", code, b)
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	return fams
 }
 
 func (ts *testServer) chat() *openai.ChatCompletionService {

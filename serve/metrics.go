@@ -1,119 +1,246 @@
 package serve
 
 import (
-	"fmt"
+	"context"
 	"net/http"
-	"sort"
+	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metrics are the counters behind GET /metrics (Prometheus text format,
-// written by hand: a dozen series do not justify the client library).
+// unknownModel is the model label of a request for a name that is not
+// served (or of no model at all): label values come only from the model
+// list, so invented names cannot grow /metrics. Served names always carry
+// a ":tag", so this never collides with one.
+const unknownModel = "unknown"
+
+// metrics are the series behind GET /metrics, in a registry of the
+// Server's own (tests run many servers in one process; nothing global).
+// Every label value comes from a bounded set: served model names, lane
+// names, route patterns of the route table and status codes.
 type metrics struct {
-	loads, loadFailures, evictions, unloadErrors, watchdogKills, rejected atomic.Int64
+	reg *prometheus.Registry
 
-	mu       sync.Mutex
-	requests map[[3]string]int64 // route, model, code
-	perModel map[string]*modelStats
+	loads, loadFailures, evictions, unloadErrors, watchdogKills, rejected prometheus.Counter
+
+	requests         *prometheus.CounterVec   // route, model, code
+	duration         *prometheus.HistogramVec // route, model
+	promptTokens     *prometheus.CounterVec   // model
+	completionTokens *prometheus.CounterVec   // model
+	prefillSeconds   *prometheus.CounterVec   // model
+	decodeSeconds    *prometheus.CounterVec   // model
+	ttft             *prometheus.HistogramVec // model
+	decodeTPS        *prometheus.HistogramVec // model
+	queueWait        *prometheus.HistogramVec // lane
 }
 
-type modelStats struct {
-	promptTokens, completionTokens int64
-	ttftSum, decodeSum, prefillSum float64
-	n                              int64
-}
+func newMetrics(sched func() *Scheduler) *metrics {
+	reg := prometheus.NewRegistry()
+	f := factory{reg}
+	m := &metrics{
+		reg:           reg,
+		loads:         f.counter("edgectl_model_loads_total", "Successful model loads."),
+		loadFailures:  f.counter("edgectl_model_load_failures_total", "Failed model loads."),
+		evictions:     f.counter("edgectl_evictions_total", "Idle models evicted to make room."),
+		unloadErrors:  f.counter("edgectl_unload_errors_total", "Unloads that failed or left NPU memory allocated."),
+		watchdogKills: f.counter("edgectl_watchdog_kills_total", "Backends killed for producing no token in time."),
+		rejected:      f.counter("edgectl_rejected_total", "Requests answered 503 because the queue was full."),
 
-func newMetrics() *metrics {
-	return &metrics{requests: map[[3]string]int64{}, perModel: map[string]*modelStats{}}
-}
-
-func (m *metrics) request(route, model string, code int) {
-	m.mu.Lock()
-	m.requests[[3]string{route, model, fmt.Sprint(code)}]++
-	m.mu.Unlock()
-}
-
-func (m *metrics) generation(model string, prompt, completion int, ttft, prefill, decode float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	st := m.perModel[model]
-	if st == nil {
-		st = &modelStats{}
-		m.perModel[model] = st
+		requests: f.counterVec("edgectl_requests_total", "HTTP requests by route, model and status.", "route", "model", "code"),
+		duration: f.histogramVec("edgectl_request_duration_seconds", "Time from request to the end of the answer (streams included).",
+			[]float64{.005, .025, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}, "route", "model"),
+		promptTokens:     f.counterVec("edgectl_prompt_tokens_total", "Prompt tokens processed.", "model"),
+		completionTokens: f.counterVec("edgectl_completion_tokens_total", "Tokens generated.", "model"),
+		prefillSeconds:   f.counterVec("edgectl_prefill_seconds_total", "Time spent in prompt processing.", "model"),
+		decodeSeconds:    f.counterVec("edgectl_decode_seconds_total", "Time spent generating.", "model"),
+		ttft: f.histogramVec("edgectl_ttft_seconds", "Time to first token.",
+			[]float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}, "model"),
+		decodeTPS: f.histogramVec("edgectl_decode_tokens_per_second", "Decode speed of each generation.",
+			[]float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}, "model"),
+		queueWait: f.histogramVec("edgectl_queue_wait_seconds", "Time a request waited for a lane slot or memory (loading excluded).",
+			[]float64{.001, .01, .1, .5, 1, 5, 10, 30, 60, 300}, "lane"),
 	}
-	st.promptTokens += int64(prompt)
-	st.completionTokens += int64(completion)
-	st.ttftSum += ttft
-	st.prefillSum += prefill
-	st.decodeSum += decode
-	st.n++
+	reg.MustRegister(laneCollector{sched}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// factory registers each series as it is made.
+type factory struct{ reg *prometheus.Registry }
+
+func (f factory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	f.reg.MustRegister(h)
+	return h
+}
+
+// laneCollector reads the scheduler's gauges at scrape time.
+type laneCollector struct{ sched func() *Scheduler }
+
+var (
+	descWaiting = prometheus.NewDesc("edgectl_queue_waiting", "Requests waiting for a slot, a load or memory.", nil, nil)
+	descLoaded  = prometheus.NewDesc("edgectl_models_loaded", "Models loaded per lane.", []string{"lane"}, nil)
+	descBusy    = prometheus.NewDesc("edgectl_lane_busy", "Requests running per lane.", []string{"lane"}, nil)
+	descMemory  = prometheus.NewDesc("edgectl_lane_memory_bytes", "Memory held by loaded and unloading models per lane.", []string{"lane"}, nil)
+)
+
+func (c laneCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descWaiting
+	ch <- descLoaded
+	ch <- descBusy
+	ch <- descMemory
+}
+
+func (c laneCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.sched()
+	if s == nil {
+		return
+	}
+	waiting, loaded, busy, used := s.stats()
+	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(waiting))
+	for lane := range loaded {
+		ch <- prometheus.MustNewConstMetric(descLoaded, prometheus.GaugeValue, float64(loaded[lane]), lane)
+		ch <- prometheus.MustNewConstMetric(descBusy, prometheus.GaugeValue, float64(busy[lane]), lane)
+		ch <- prometheus.MustNewConstMetric(descMemory, prometheus.GaugeValue, float64(used[lane]), lane)
+	}
+}
+
+// generation records one finished generation of a served model.
+func (m *metrics) generation(model string, prompt, completion int, ttft, prefill, decode time.Duration, decodeTPS float64) {
+	m.promptTokens.WithLabelValues(model).Add(float64(prompt))
+	m.completionTokens.WithLabelValues(model).Add(float64(completion))
+	m.prefillSeconds.WithLabelValues(model).Add(prefill.Seconds())
+	m.decodeSeconds.WithLabelValues(model).Add(decode.Seconds())
+	m.ttft.WithLabelValues(model).Observe(ttft.Seconds())
+	if completion > 0 && decodeTPS > 0 {
+		m.decodeTPS.WithLabelValues(model).Observe(decodeTPS)
+	}
+}
+
+func (m *metrics) queued(lane string, d time.Duration) {
+	m.queueWait.WithLabelValues(lane).Observe(d.Seconds())
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	m := s.metrics
-	var b strings.Builder
-	series := func(name, typ, help string, lines ...string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-		for _, l := range lines {
-			b.WriteString(l)
-			b.WriteByte('\n')
+	s.metricsHandler.ServeHTTP(w, r)
+}
+
+func newMetricsHandler(m *metrics) http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// modelLabel is the model label for a request that named model: the served
+// model's canonical name, or "unknown".
+func (s *Server) modelLabel(model string) string {
+	if model == "" {
+		return unknownModel
+	}
+	e, ok := s.reg.get(model)
+	if !ok || !utf8.ValidString(e.Name) {
+		return unknownModel
+	}
+	return e.Name
+}
+
+// routeLabel is the route-table pattern that r matches (method aside), so
+// the raw URL path never becomes a label; "other" when none does.
+func (s *Server) routeLabel(r *http.Request) string {
+	_, pattern := s.mux.Handler(r)
+	if pattern == "" && r.Method != http.MethodPost && r.Method != http.MethodGet {
+		// OPTIONS preflights and wrong methods: the route the path names.
+		for _, m := range []string{http.MethodPost, http.MethodGet} {
+			rr := *r
+			rr.Method = m
+			if _, pattern = s.mux.Handler(&rr); pattern != "" {
+				break
+			}
 		}
 	}
-	counter := func(name, help string, v int64) {
-		series(name, "counter", help, fmt.Sprintf("%s %d", name, v))
+	if pattern == "" {
+		return "other"
 	}
-	waiting, loaded, busy, used := s.sched.stats()
-	series("edgectl_queue_waiting", "gauge", "Requests waiting for a slot, a load or memory.", fmt.Sprintf("edgectl_queue_waiting %d", waiting))
-	lanes := make([]string, 0, len(loaded))
-	for l := range loaded {
-		lanes = append(lanes, l)
+	if _, p, ok := strings.Cut(pattern, " "); ok {
+		pattern = p
 	}
-	sort.Strings(lanes)
-	var ll, lb, lu []string
-	for _, l := range lanes {
-		ll = append(ll, fmt.Sprintf("edgectl_models_loaded{lane=%q} %d", l, loaded[l]))
-		lb = append(lb, fmt.Sprintf("edgectl_lane_busy{lane=%q} %d", l, busy[l]))
-		lu = append(lu, fmt.Sprintf("edgectl_lane_memory_bytes{lane=%q} %d", l, used[l]))
+	if pattern == "/{$}" {
+		pattern = "/"
 	}
-	series("edgectl_models_loaded", "gauge", "Models loaded per lane.", ll...)
-	series("edgectl_lane_busy", "gauge", "Requests running per lane.", lb...)
-	series("edgectl_lane_memory_bytes", "gauge", "Memory held by loaded and unloading models per lane.", lu...)
-	counter("edgectl_model_loads_total", "Successful model loads.", m.loads.Load())
-	counter("edgectl_model_load_failures_total", "Failed model loads.", m.loadFailures.Load())
-	counter("edgectl_evictions_total", "Idle models evicted to make room.", m.evictions.Load())
-	counter("edgectl_unload_errors_total", "Unloads that failed or left NPU memory allocated.", m.unloadErrors.Load())
-	counter("edgectl_watchdog_kills_total", "Backends killed for producing no token in time.", m.watchdogKills.Load())
-	counter("edgectl_rejected_total", "Requests answered 503 because the queue was full.", m.rejected.Load())
+	return pattern
+}
 
-	m.mu.Lock()
-	var req []string
-	for k, v := range m.requests {
-		req = append(req, fmt.Sprintf("edgectl_requests_total{route=%q,model=%q,code=%q} %d", k[0], k[1], k[2], v))
+// reqNote is what a handler tells the metrics about its request.
+type reqNote struct {
+	model string // the model the request named ("" for none)
+	code  int    // the status, when the status line does not tell it (0: it does)
+}
+
+type noteKey struct{}
+
+// note records the model a request named and its outcome: code is the
+// status sent, or the one the status line cannot carry (a stream that
+// failed after its 200; 499 for a client that left).
+func note(r *http.Request, model string, code int) {
+	if n, _ := r.Context().Value(noteKey{}).(*reqNote); n != nil {
+		n.model, n.code = model, code
 	}
-	sort.Strings(req)
-	var names []string
-	for n := range m.perModel {
-		names = append(names, n)
+}
+
+// statusWriter remembers the status sent.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 && code >= 200 {
+		w.code = code
 	}
-	sort.Strings(names)
-	var pt, ct, tt, pf, dc []string
-	for _, n := range names {
-		st := m.perModel[n]
-		pt = append(pt, fmt.Sprintf("edgectl_prompt_tokens_total{model=%q} %d", n, st.promptTokens))
-		ct = append(ct, fmt.Sprintf("edgectl_completion_tokens_total{model=%q} %d", n, st.completionTokens))
-		tt = append(tt, fmt.Sprintf("edgectl_ttft_seconds_sum{model=%q} %g", n, st.ttftSum), fmt.Sprintf("edgectl_ttft_seconds_count{model=%q} %d", n, st.n))
-		pf = append(pf, fmt.Sprintf("edgectl_prefill_seconds_total{model=%q} %g", n, st.prefillSum))
-		dc = append(dc, fmt.Sprintf("edgectl_decode_seconds_total{model=%q} %g", n, st.decodeSum))
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
 	}
-	m.mu.Unlock()
-	series("edgectl_requests_total", "counter", "HTTP requests by route, model and status.", req...)
-	series("edgectl_prompt_tokens_total", "counter", "Prompt tokens processed.", pt...)
-	series("edgectl_completion_tokens_total", "counter", "Tokens generated.", ct...)
-	series("edgectl_ttft_seconds", "summary", "Time to first token.", tt...)
-	series("edgectl_prefill_seconds_total", "counter", "Time spent in prompt processing.", pf...)
-	series("edgectl_decode_seconds_total", "counter", "Time spent generating.", dc...)
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	w.Write([]byte(b.String()))
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and the deadlines.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe counts every request (refused ones included) and its duration
+// by route pattern, served model and status.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		n := &reqNote{}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), noteKey{}, n)))
+		code := n.code
+		if code == 0 {
+			code = sw.code
+		}
+		if code == 0 {
+			code = http.StatusOK
+		}
+		route, model := s.routeLabel(r), s.modelLabel(n.model)
+		s.metrics.requests.WithLabelValues(route, model, strconv.Itoa(code)).Inc()
+		s.metrics.duration.WithLabelValues(route, model).Observe(time.Since(start).Seconds())
+	})
 }

@@ -36,8 +36,8 @@ func (n *ndjsonWriter) send(v any) error {
 	return n.rc.Flush()
 }
 
-func (s *Server) ollamaFail(w http.ResponseWriter, route, model string, code int, err error) {
-	s.metrics.request(route, model, code)
+func (s *Server) ollamaFail(w http.ResponseWriter, r *http.Request, model string, code int, err error) {
+	note(r, model, code)
 	s.retryAfter(w, code)
 	if code == 499 {
 		return
@@ -54,8 +54,8 @@ func (s *Server) ollamaOptions(o *api.Options) (engine.Request, error) {
 	if o == nil {
 		return req, nil
 	}
-	if o.Temperature != nil && *o.Temperature < 0 {
-		return req, fmt.Errorf("options.temperature must be >= 0, not %g", *o.Temperature)
+	if err := checkOllamaOptions(o); err != nil {
+		return req, err
 	}
 	req.Sampling = sampling(o.Temperature, o.TopP, o.MinP, o.RepeatPenalty, o.TopK, o.RepeatLastN, o.Seed)
 	if o.NumPredict != nil && *o.NumPredict > 0 { // -1 infinite, -2 fill the context
@@ -72,6 +72,7 @@ type ollamaRun struct {
 	stream       bool
 	empty        bool // load / unload request
 	req          engine.Request
+	opts         *api.Options // checked against the model: num_thread, num_ctx
 	// line builds one NDJSON object: a text piece, or the final one.
 	line func(text string, done bool, reason string, t api.Timings) any
 }
@@ -80,20 +81,34 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	const route = "/api/generate"
 	var req api.GenerateRequest
 	if err := api.Decode(r.Body, &req); err != nil {
-		s.ollamaFail(w, route, "", http.StatusBadRequest, err)
+		s.ollamaFail(w, r, "", http.StatusBadRequest, err)
 		return
 	}
 	if req.Model == "" {
-		s.ollamaFail(w, route, "", http.StatusBadRequest, errors.New("model is required"))
+		s.ollamaFail(w, r, "", http.StatusBadRequest, errors.New("model is required"))
 		return
 	}
 	if len(req.Images) > 0 {
-		s.ollamaFail(w, route, req.Model, http.StatusBadRequest, errors.New("images are not supported: edgectl serves text models"))
+		s.ollamaFail(w, r, req.Model, http.StatusBadRequest, errors.New("images are not supported: edgectl serves text models"))
+		return
+	}
+	err := checkOllamaCommon(req.Format, req.Think)
+	switch {
+	case err != nil:
+	case req.Suffix != "":
+		err = notYet("suffix", "edgectl does not fill in the middle", "leave it out")
+	case req.Template != "":
+		err = notYet("template", "edgectl renders the model's own chat template", "send raw: true with a prompt formatted as you need")
+	case len(req.Context) > 0:
+		err = notYet("context", "edgectl does not return or take token arrays", "send the conversation to /api/chat")
+	}
+	if err != nil {
+		s.ollamaFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
 	}
 	ereq, err := s.ollamaOptions(req.Options)
 	if err != nil {
-		s.ollamaFail(w, route, req.Model, http.StatusBadRequest, err)
+		s.ollamaFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
 	}
 	if req.Raw {
@@ -107,7 +122,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	model := req.Model
 	s.ollamaGenerate(w, r, ollamaRun{route: route, model: model, ka: keepAlive(req.KeepAlive), stream: req.Stream == nil || *req.Stream,
-		empty: req.Prompt == "" && req.System == "", req: ereq, line: func(text string, done bool, reason string, t api.Timings) any {
+		empty: req.Prompt == "" && req.System == "", req: ereq, opts: req.Options, line: func(text string, done bool, reason string, t api.Timings) any {
 			return api.GenerateResponse{Model: model, CreatedAt: time.Now().UTC(), Response: text, Done: done, DoneReason: reason, Timings: t}
 		}})
 }
@@ -116,27 +131,35 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	const route = "/api/chat"
 	var req api.ChatRequest
 	if err := api.Decode(r.Body, &req); err != nil {
-		s.ollamaFail(w, route, "", http.StatusBadRequest, err)
+		s.ollamaFail(w, r, "", http.StatusBadRequest, err)
 		return
 	}
 	if req.Model == "" {
-		s.ollamaFail(w, route, "", http.StatusBadRequest, errors.New("model is required"))
+		s.ollamaFail(w, r, "", http.StatusBadRequest, errors.New("model is required"))
+		return
+	}
+	err := checkOllamaCommon(req.Format, req.Think)
+	if err == nil && !rawIs(req.Tools, "[]") {
+		err = notYet("tools", whyTools, "leave tools out")
+	}
+	if err != nil {
+		s.ollamaFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
 	}
 	ereq, err := s.ollamaOptions(req.Options)
 	if err != nil {
-		s.ollamaFail(w, route, req.Model, http.StatusBadRequest, err)
+		s.ollamaFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
 	}
 	for i, m := range req.Messages {
 		switch m.Role {
 		case "system", "user", "assistant", "tool":
 		default:
-			s.ollamaFail(w, route, req.Model, http.StatusBadRequest, fmt.Errorf("messages[%d].role %q: want system, user, assistant or tool", i, m.Role))
+			s.ollamaFail(w, r, req.Model, http.StatusBadRequest, fmt.Errorf("messages[%d].role %q: want system, user, assistant or tool", i, m.Role))
 			return
 		}
 		if len(m.Images) > 0 {
-			s.ollamaFail(w, route, req.Model, http.StatusBadRequest, errors.New("images are not supported: edgectl serves text models"))
+			s.ollamaFail(w, r, req.Model, http.StatusBadRequest, errors.New("images are not supported: edgectl serves text models"))
 			return
 		}
 		ereq.Messages = append(ereq.Messages, engine.Message{Role: m.Role, Content: m.Content})
@@ -144,7 +167,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	ereq.AddGenerationPrompt = true
 	model := req.Model
 	s.ollamaGenerate(w, r, ollamaRun{route: route, model: model, ka: keepAlive(req.KeepAlive), stream: req.Stream == nil || *req.Stream,
-		empty: len(req.Messages) == 0, req: ereq, line: func(text string, done bool, reason string, t api.Timings) any {
+		empty: len(req.Messages) == 0, req: ereq, opts: req.Options, line: func(text string, done bool, reason string, t api.Timings) any {
 			return api.ChatResponse{Model: model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: text},
 				Done: done, DoneReason: reason, Timings: t}
 		}})
@@ -154,33 +177,41 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 	start := time.Now()
 	e, ok := s.reg.Lookup(o.model)
 	if !ok {
-		s.ollamaFail(w, o.route, o.model, http.StatusNotFound, ollamaNotFound(o.model))
+		s.ollamaFail(w, r, o.model, http.StatusNotFound, ollamaNotFound(o.model))
+		return
+	}
+	if err := s.checkNumThread(o.opts, e); err != nil {
+		s.ollamaFail(w, r, o.model, http.StatusBadRequest, err)
 		return
 	}
 	if o.empty {
 		// Ollama's load/unload requests: no prompt, maybe keep_alive 0.
 		if o.ka != nil && *o.ka == 0 {
 			s.sched.Unload(e)
-			s.metrics.request(o.route, o.model, http.StatusOK)
+			note(r, o.model, http.StatusOK)
 			writeJSON(w, http.StatusOK, o.line("", true, api.DoneUnload, api.Timings{}))
 			return
 		}
 		l, err := s.sched.Preload(r.Context(), e, o.ka)
 		if err != nil {
-			s.ollamaFail(w, o.route, o.model, httpStatus(err), err)
+			s.ollamaFail(w, r, o.model, httpStatus(err), err)
 			return
 		}
-		s.metrics.request(o.route, o.model, http.StatusOK)
+		note(r, o.model, http.StatusOK)
 		writeJSON(w, http.StatusOK, o.line("", true, api.DoneLoad, api.Timings{
 			TotalDuration: int64(time.Since(start)), LoadDuration: int64(l.LoadDuration)}))
 		return
 	}
 	l, err := s.sched.Acquire(r.Context(), e, o.ka)
 	if err != nil {
-		s.ollamaFail(w, o.route, o.model, httpStatus(err), err)
+		s.ollamaFail(w, r, o.model, httpStatus(err), err)
 		return
 	}
 	defer l.Release()
+	if err := checkNumCtx(o.opts, e.Name, l.Model.Info().ContextLength); err != nil {
+		s.ollamaFail(w, r, o.model, http.StatusBadRequest, err)
+		return
+	}
 	req := prepare(l, o.req)
 	if o.route == "/api/generate" && req.Prompt != "" && len(o.req.Messages) > 0 {
 		// generate on a template-less model: the prompt is plain text to
@@ -201,14 +232,14 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 	res, err := s.run(r.Context(), l, req, emit)
 	if err != nil {
 		code := httpStatus(err)
-		s.metrics.request(o.route, o.model, code)
+		note(r, o.model, code)
 		if nw.started {
 			if code != 499 {
 				nw.send(api.OllamaError{Error: err.Error()}) // status stays 200 mid-stream
 			}
 			return
 		}
-		s.ollamaFail(w, o.route, o.model, code, err)
+		s.ollamaFail(w, r, o.model, code, err)
 		return
 	}
 	s.record(e, res)
@@ -221,7 +252,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 		EvalDuration:       int64(res.DecodeDuration),
 		Metrics:            s.telemetry(res, l, time.Since(start)),
 	}
-	s.metrics.request(o.route, o.model, http.StatusOK)
+	note(r, o.model, http.StatusOK)
 	if !o.stream {
 		writeJSON(w, http.StatusOK, o.line(text.String(), true, res.FinishReason, t))
 		return
@@ -299,6 +330,7 @@ func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
 		writeOllamaError(w, http.StatusBadRequest, "model is required")
 		return
 	}
+	note(r, name, 0)
 	e, ok := s.reg.Lookup(name)
 	if !ok {
 		writeOllamaError(w, http.StatusNotFound, ollamaNotFound(name).Error())

@@ -172,7 +172,7 @@ func TestOllamaErrors(t *testing.T) {
 		}
 	}
 	// content:null and unknown keys are fine.
-	code, _, b := post(t, ts.URL+"/api/chat", `{"model":"tinystories","stream":false,"messages":[{"role":"user","content":null},{"role":"user","content":"Once"}],"options":{"num_predict":2,"mirostat":1},"extra":1}`)
+	code, _, b := post(t, ts.URL+"/api/chat", `{"model":"tinystories","stream":false,"messages":[{"role":"user","content":null},{"role":"user","content":"Once"}],"options":{"num_predict":2,"num_batch":8,"mirostat":0},"extra":1}`)
 	if code != 200 {
 		t.Errorf("null content: %d %s", code, b)
 	}

@@ -53,41 +53,26 @@ func (s *sseWriter) done() {
 	s.rc.Flush()
 }
 
-// validateCommon rejects values no backend can honour.
-func validateCommon(maxTokens *int, temp *float64, n *int) error {
-	if maxTokens != nil && *maxTokens < 0 {
-		return fmt.Errorf("max_tokens must be >= 0, not %d", *maxTokens)
-	}
-	if temp != nil && (*temp < 0 || *temp > 2) {
-		return fmt.Errorf("temperature must be between 0 and 2, not %g", *temp)
-	}
-	if n != nil && *n != 1 {
-		return fmt.Errorf("n = %d is not supported: edgectl returns one choice per request", *n)
-	}
-	return nil
-}
-
 func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
-	const route = "/v1/chat/completions"
 	var req api.ChatCompletionRequest
 	if err := api.Decode(r.Body, &req); err != nil {
-		s.openAIFail(w, route, "", http.StatusBadRequest, err)
+		s.openAIFail(w, r, "", http.StatusBadRequest, err)
 		return
 	}
 	switch {
 	case req.Model == "":
-		s.openAIFail(w, route, "", http.StatusBadRequest, errors.New("model is required"))
+		s.openAIFail(w, r, "", http.StatusBadRequest, errors.New("model is required"))
 		return
 	case len(req.Messages) == 0:
-		s.openAIFail(w, route, req.Model, http.StatusBadRequest, errors.New("messages must be a non-empty array of {role, content}"))
+		s.openAIFail(w, r, req.Model, http.StatusBadRequest, errors.New("messages must be a non-empty array of {role, content}"))
 		return
 	}
 	maxTokens := req.MaxTokens
 	if req.MaxCompletionTokens != nil {
 		maxTokens = req.MaxCompletionTokens
 	}
-	if err := validateCommon(maxTokens, req.Temperature, req.N); err != nil {
-		s.openAIFail(w, route, req.Model, http.StatusBadRequest, err)
+	if err := checkChatCompletion(&req, maxTokens); err != nil {
+		s.openAIFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
 	}
 	ereq := engine.Request{AddGenerationPrompt: true, Stop: req.Stop,
@@ -96,7 +81,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool":
 		default:
-			s.openAIFail(w, route, req.Model, http.StatusBadRequest, fmt.Errorf("messages[%d].role %q: want system, user, assistant or tool", i, m.Role))
+			s.openAIFail(w, r, req.Model, http.StatusBadRequest, fmt.Errorf("messages[%d].role %q: want system, user, assistant or tool", i, m.Role))
 			return
 		}
 		role := m.Role
@@ -109,26 +94,25 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		ereq.MaxTokens = *maxTokens
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	s.openAIGenerate(w, r, route, req.Model, keepAlive(req.KeepAlive), ereq, req.Stream, includeUsage, true)
+	s.openAIGenerate(w, r, req.Model, keepAlive(req.KeepAlive), ereq, req.Stream, includeUsage, true)
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
-	const route = "/v1/completions"
 	var req api.CompletionRequest
 	if err := api.Decode(r.Body, &req); err != nil {
-		s.openAIFail(w, route, "", http.StatusBadRequest, err)
+		s.openAIFail(w, r, "", http.StatusBadRequest, err)
 		return
 	}
 	switch {
 	case req.Model == "":
-		s.openAIFail(w, route, "", http.StatusBadRequest, errors.New("model is required"))
+		s.openAIFail(w, r, "", http.StatusBadRequest, errors.New("model is required"))
 		return
 	case len(req.Prompt) != 1:
-		s.openAIFail(w, route, req.Model, http.StatusBadRequest, errors.New("prompt must be one string (batched prompts are not supported)"))
+		s.openAIFail(w, r, req.Model, http.StatusBadRequest, errors.New("prompt must be one string (batched prompts are not supported)"))
 		return
 	}
-	if err := validateCommon(req.MaxTokens, req.Temperature, req.N); err != nil {
-		s.openAIFail(w, route, req.Model, http.StatusBadRequest, err)
+	if err := checkCompletion(&req); err != nil {
+		s.openAIFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
 	}
 	ereq := engine.Request{Prompt: req.Prompt[0], Stop: req.Stop,
@@ -137,31 +121,33 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		ereq.MaxTokens = *req.MaxTokens
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	s.openAIGenerate(w, r, route, req.Model, keepAlive(req.KeepAlive), ereq, req.Stream, includeUsage, false)
+	s.openAIGenerate(w, r, req.Model, keepAlive(req.KeepAlive), ereq, req.Stream, includeUsage, false)
 }
 
-func (s *Server) openAIFail(w http.ResponseWriter, route, model string, code int, err error) {
-	s.metrics.request(route, model, code)
+func (s *Server) openAIFail(w http.ResponseWriter, r *http.Request, model string, code int, err error) {
+	note(r, model, code)
 	s.retryAfter(w, code)
 	if code == 499 {
 		return
 	}
-	writeOpenAIError(w, code, err.Error())
+	e := openAIError(code, err.Error())
+	e.Error.Param = fieldParam(err)
+	writeJSON(w, code, e)
 }
 
 // openAIGenerate serves chat (chat=true) and text completions, streamed or
 // not. Streams follow the canonical order: role chunk, content chunks, a
 // finish chunk, the usage chunk when asked for, [DONE].
-func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, route, model string, ka *time.Duration, ereq engine.Request, stream, includeUsage, chat bool) {
+func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model string, ka *time.Duration, ereq engine.Request, stream, includeUsage, chat bool) {
 	start := time.Now()
 	e, ok := s.reg.Lookup(model)
 	if !ok {
-		s.openAIFail(w, route, model, http.StatusNotFound, fmt.Errorf("model %q not found: GET /v1/models lists what the model dirs hold", model))
+		s.openAIFail(w, r, model, http.StatusNotFound, fmt.Errorf("model %q not found: GET /v1/models lists what the model dirs hold", model))
 		return
 	}
 	l, err := s.sched.Acquire(r.Context(), e, ka)
 	if err != nil {
-		s.openAIFail(w, route, model, httpStatus(err), err)
+		s.openAIFail(w, r, model, httpStatus(err), err)
 		return
 	}
 	defer l.Release()
@@ -190,12 +176,12 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, route, m
 		var out strings.Builder
 		res, err := s.run(r.Context(), l, ereq, func(t string) error { out.WriteString(t); return nil })
 		if err != nil {
-			s.openAIFail(w, route, model, httpStatus(err), err)
+			s.openAIFail(w, r, model, httpStatus(err), err)
 			return
 		}
 		s.record(e, res)
 		usage := s.usage(res, l, start)
-		s.metrics.request(route, model, http.StatusOK)
+		note(r, model, http.StatusOK)
 		if chat {
 			writeJSON(w, http.StatusOK, api.ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: model,
 				SystemFingerprint: fingerprint, Usage: usage,
@@ -219,7 +205,7 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, route, m
 	res, err := s.run(r.Context(), l, ereq, func(t string) error { return sw.send(chunk(&t, nil)) })
 	if err != nil {
 		code := httpStatus(err)
-		s.metrics.request(route, model, code)
+		note(r, model, code)
 		if code != 499 {
 			// In-band error: the status line has gone. openai-go and
 			// openai-node turn a chunk with an "error" key into an error.
@@ -245,7 +231,7 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, route, m
 		}
 	}
 	sw.done()
-	s.metrics.request(route, model, http.StatusOK)
+	note(r, model, http.StatusOK)
 }
 
 func (s *Server) usage(res engine.Result, l *Lease, start time.Time) *api.Usage {

@@ -166,7 +166,7 @@ func TestOpenAIErrors(t *testing.T) {
 		"wrong type":      {`{"model":"tinystories","messages":"hi"}`, `"messages" must be an array`},
 		"wrong nested":    {`{"model":"tinystories","messages":[{"role":"user","content":5}]}`, "content must be a string"},
 		"wrong number":    {`{"model":"tinystories","messages":[{"role":"user","content":"a"}],"max_tokens":"ten"}`, `"max_tokens" must be a number`},
-		"negative":        {`{"model":"tinystories","messages":[{"role":"user","content":"a"}],"max_tokens":-1}`, "max_tokens must be >= 0"},
+		"negative":        {`{"model":"tinystories","messages":[{"role":"user","content":"a"}],"max_tokens":-1}`, `"max_tokens" = -1 is out of range: want an integer from 0`},
 		"bad json":        {`{"model":"tinystories",`, "ends in the middle"},
 		"syntax":          {`{"model" "x"}`, "invalid JSON at byte"},
 		"empty body":      {``, "empty request body"},
@@ -194,8 +194,14 @@ func TestOpenAIErrors(t *testing.T) {
 			!strings.Contains(hdr.Get("Content-Type"), "application/json") {
 			t.Errorf("%s: %d %s, want 400 mentioning %q", name, code, b, tc.want)
 		}
-		if !strings.Contains(string(b), `"param":null`) || !strings.Contains(string(b), `"code":null`) {
-			t.Errorf("%s: envelope must carry param and code: %s", name, b)
+		// param names the field a field error is about, else null.
+		param := map[string]string{"wrong type": `"messages"`, "wrong number": `"max_tokens"`, "negative": `"max_tokens"`,
+			"n=2": `"n"`, "temperature str": `"temperature"`}[name]
+		if param == "" {
+			param = "null"
+		}
+		if !strings.Contains(string(b), `"param":`+param) || !strings.Contains(string(b), `"code":null`) {
+			t.Errorf("%s: envelope must carry param %s and code: %s", name, param, b)
 		}
 	}
 
@@ -228,7 +234,7 @@ func TestClientGoneOnCPULane(t *testing.T) {
 	}
 	stream.Close()
 	eventually(t, "499 recorded", func() bool {
-		return metric(t, ts, `edgectl_requests_total{route="/v1/chat/completions",model="tinystories",code="499"}`) == "1"
+		return metric(t, ts, `edgectl_requests_total{route="/v1/chat/completions",model="tinystories:latest",code="499"}`) == "1"
 	})
 	resp, err := ts.chat().New(context.Background(), openai.ChatCompletionNewParams{Model: "tinystories",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Once upon a time")}, MaxTokens: openai.Int(4)})

@@ -145,7 +145,9 @@ func (s *Scheduler) Acquire(ctx context.Context, e *Entry, keepAlive *time.Durat
 				if keepAlive != nil {
 					r.keepAlive = *keepAlive
 				}
-				return &Lease{Model: r.model, Lane: ln.name, Queued: time.Since(start) - loadTime, LoadDuration: loadTime,
+				queued := time.Since(start) - loadTime
+				s.metrics.queued(ln.name, queued)
+				return &Lease{Model: r.model, Lane: ln.name, Queued: queued, LoadDuration: loadTime,
 					ChatFallback: ln.cfg.ChatFallback, s: s, r: r}, nil
 			}
 		case r == nil:

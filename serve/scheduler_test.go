@@ -202,7 +202,7 @@ func TestClientGoneCancelsGeneration(t *testing.T) {
 	if got := metric(t, ts, "edgectl_model_loads_total"); got != "1" {
 		t.Errorf("loads %s: the runtime was restarted instead of interrupted", got)
 	}
-	if got := metric(t, ts, `edgectl_requests_total{route="/v1/chat/completions",model="m",code="499"}`); got != "1" {
+	if got := metric(t, ts, `edgectl_requests_total{route="/v1/chat/completions",model="m:latest",code="499"}`); got != "1" {
 		t.Errorf("cancelled request not recorded as 499: %s", got)
 	}
 }

@@ -13,11 +13,13 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/upstream"
 	"github.com/edgectl/edgectl/internal/version"
+	"github.com/edgectl/edgectl/serve/api"
 )
 
 // Options configure a Server. Engines maps lane names to the engine that
@@ -39,6 +41,15 @@ type Options struct {
 	WatchdogGrace time.Duration
 	RetryAfter    time.Duration // Retry-After on 503 (default 2s)
 
+	// Origins are browser origins allowed besides the local ones (see
+	// defaultOrigins): exact, "*" for all, or with one "*" wildcard.
+	Origins []string
+	// AllowedHosts are Host names accepted without an API key besides
+	// loopback ones and the listening address ("*" all, "*.example").
+	AllowedHosts []string
+	MaxBody      int64         // request body limit in bytes (default 8 MiB): 413 beyond it
+	BodyTimeout  time.Duration // time to receive a request body (default 30s): 408 after it
+
 	Logf func(format string, args ...any)
 }
 
@@ -47,12 +58,15 @@ const KeepAliveNone = time.Duration(-1)
 
 // Server is the HTTP API.
 type Server struct {
-	opts    Options
-	reg     *Registry
-	sched   *Scheduler
-	metrics *metrics
-	host    *host
-	mux     *http.ServeMux
+	opts           Options
+	reg            *Registry
+	sched          *Scheduler
+	metrics        *metrics
+	metricsHandler http.Handler
+	host           *host
+	mux            *http.ServeMux
+	handler        http.Handler
+	bound          atomic.Pointer[[]string] // the listener's own address, once serving
 }
 
 // New builds a server; nothing is loaded until a request needs it.
@@ -72,10 +86,18 @@ func New(opts Options) (*Server, error) {
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 2 * time.Second
 	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = api.DefaultMaxBody
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
+	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	s := &Server{opts: opts, metrics: newMetrics(), host: &host{root: "/"}}
+	s := &Server{opts: opts, host: &host{root: "/"}}
+	s.metrics = newMetrics(func() *Scheduler { return s.sched })
+	s.metricsHandler = newMetricsHandler(s.metrics)
 	s.host.cpuLoad() // the first sample: CPU load is a difference between two
 	s.reg = NewRegistry(opts.ModelDirs, opts.Upstreams)
 	lanes := map[string]*lane{}
@@ -114,14 +136,18 @@ func New(opts Options) (*Server, error) {
 		opts.Logf("warning: %s", w)
 	}
 	s.routes()
+	// Outside in: count everything; refuse foreign Hosts and origins
+	// before anything runs; the key; then the body, read within limits.
+	s.handler = s.observe(s.checkHost(s.cors(s.auth(s.readBody(s.mux)))))
 	return s, nil
 }
 
 // Registry is the model list (for logs and the command's --json summary).
 func (s *Server) Registry() *Registry { return s.reg }
 
-// Handler is the HTTP API with authentication.
-func (s *Server) Handler() http.Handler { return s.auth(s.mux) }
+// Handler is the HTTP API with its guards: metrics, Host and Origin
+// checks, authentication and body limits.
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close unloads every model and stops the backends.
 func (s *Server) Close() { s.sched.Close() }
@@ -158,13 +184,7 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		s.metrics.request(r.URL.Path, "", http.StatusUnauthorized)
-		msg := "missing or wrong API key: send Authorization: Bearer <key>"
-		if strings.HasPrefix(r.URL.Path, "/v1/") {
-			writeOpenAIError(w, http.StatusUnauthorized, msg)
-		} else {
-			writeOllamaError(w, http.StatusUnauthorized, msg)
-		}
+		refuse(w, r, http.StatusUnauthorized, "missing or wrong API key: send Authorization: Bearer <key>")
 	})
 }
 
@@ -188,8 +208,13 @@ func CheckAddr(addr, apiKey string) error {
 }
 
 // Serve answers on ln until ctx ends, then shuts down gracefully and
-// unloads every model.
+// unloads every model. Headers must arrive within 10 s and bodies within
+// Options.BodyTimeout; answers have no time limit (streams run as long as
+// the generation).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsUnspecified() {
+		s.bound.Store(&[]string{strings.ToLower(a.IP.String())})
+	}
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -139,23 +139,25 @@ func TestMetricsExposition(t *testing.T) {
 	axDir(t, root, "m", `{}`, 1)
 	ts := start(t, Options{ModelDirs: []string{root}})
 	chat(t, ts, "m", "hello")
-	_, b := get(t, ts.URL+"/metrics")
-	for _, want := range []string{
-		"# TYPE edgectl_requests_total counter",
-		`edgectl_requests_total{route="/api/chat",model="m",code="200"} 1`,
-		`edgectl_models_loaded{lane="axcl"} 1`,
-		"edgectl_model_loads_total 1",
-		`edgectl_ttft_seconds_count{model="m:latest"} 1`,
-		"edgectl_queue_waiting 0",
+	for series, want := range map[string]string{
+		`edgectl_requests_total{route="/api/chat",model="m:latest",code="200"}`: "1",
+		`edgectl_models_loaded{lane="axcl"}`:                                    "1",
+		"edgectl_model_loads_total":                                             "1",
+		`edgectl_ttft_seconds{model="m:latest"}`:                                "1", // histogram: its count
+		`edgectl_decode_tokens_per_second{model="m:latest"}`:                    "1",
+		`edgectl_queue_wait_seconds{lane="axcl"}`:                               "1",
+		`edgectl_request_duration_seconds{route="/api/chat",model="m:latest"}`:  "1",
+		"edgectl_queue_waiting":                                                 "0",
 	} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("metrics lack %q:\n%s", want, b)
+		if got := metric(t, ts, series); got != want {
+			t.Errorf("%s = %s, want %s", series, got, want)
 		}
 	}
-	// every non-comment line is "name{labels} value"
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if !strings.HasPrefix(l, "#") && len(strings.Fields(l)) != 2 {
-			t.Errorf("bad exposition line %q", l)
+	fams := scrape(t, ts)
+	for name, typ := range map[string]string{"edgectl_requests_total": "COUNTER", "edgectl_ttft_seconds": "HISTOGRAM",
+		"go_goroutines": "GAUGE", "process_open_fds": "GAUGE"} {
+		if f := fams[name]; f == nil || f.GetType().String() != typ {
+			t.Errorf("%s: %v, want a %s", name, f.GetType(), typ)
 		}
 	}
 }

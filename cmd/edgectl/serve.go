@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,11 @@ type serveOptions struct {
 	NPUBudget int64
 	CPUBudget int64
 	Context   int
+
+	Origins      []string
+	AllowedHosts []string
+	MaxBody      string
+	BodyTimeout  time.Duration
 
 	changed func(string) bool
 }
@@ -69,6 +75,10 @@ told otherwise; a non-loopback --addr needs --api-key.`,
 	f.Int64Var(&opts.NPUBudget, "npu-budget-mb", 7040, "NPU (CMM) memory the axcl lane may fill with models")
 	f.Int64Var(&opts.CPUBudget, "cpu-budget-mb", 0, "RAM the cpu lane may fill with models (0: up to 3 models)")
 	f.IntVar(&opts.Context, "ctx", 0, "context window in tokens of each cpu-lane model (0: the model's own, bounded by memory)")
+	f.StringSliceVar(&opts.Origins, "origins", envList("EDGECTL_ORIGINS"), "browser origins allowed besides local pages, comma-separated; * wildcards (env EDGECTL_ORIGINS)")
+	f.StringSliceVar(&opts.AllowedHosts, "allowed-hosts", envList("EDGECTL_ALLOWED_HOSTS"), "Host names accepted without --api-key besides loopback ones, comma-separated (env EDGECTL_ALLOWED_HOSTS)")
+	f.StringVar(&opts.MaxBody, "max-body", "8MiB", "largest request body; larger ones get 413")
+	f.DurationVar(&opts.BodyTimeout, "body-timeout", 30*time.Second, "time a client has to send a request body; slower ones get 408")
 	return cmd
 }
 
@@ -147,6 +157,19 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 		l.Context = opts.Context
 		lanes[serve.LaneCPU] = l
 	}
+	maxBody, err := serve.ParseSize(opts.MaxBody)
+	if err != nil {
+		return cli.Usagef("--max-body: %v", err)
+	}
+	if opts.BodyTimeout <= 0 {
+		return cli.Usagef("--body-timeout must be > 0 (got %v)", opts.BodyTimeout)
+	}
+	allowedHosts := opts.AllowedHosts
+	if h, _, err := net.SplitHostPort(addr); err == nil && h != "" {
+		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+			allowedHosts = append(allowedHosts, h) // the name the server was told to listen on
+		}
+	}
 	ax := axcl.Options{Command: fc.Axcl.Command, Env: fc.Axcl.Env, SMI: fc.Axcl.SMI, ResetCommand: fc.Axcl.ResetCommand,
 		QuitCommand: fc.Axcl.QuitCommand, Device: fc.Axcl.Device}
 	if len(ax.Command) == 0 {
@@ -170,6 +193,11 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 		MaxQueue:  maxQueue,
 		Watchdog:  watchdog,
 		Logf:      logf,
+
+		Origins:      opts.Origins,
+		AllowedHosts: allowedHosts,
+		MaxBody:      maxBody,
+		BodyTimeout:  opts.BodyTimeout,
 	})
 	if err != nil {
 		return cli.Exit(cli.ExitUsage, err)
@@ -192,4 +220,15 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 	io.Event(map[string]any{"event": "stopped"})
 	logf("stopped")
 	return nil
+}
+
+// envList splits a comma-separated environment variable ("" → none).
+func envList(name string) []string {
+	var out []string
+	for _, v := range strings.Split(os.Getenv(name), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -56,9 +57,46 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 	if err == nil || err.Error() != `field "stream" must be a boolean, not string` {
 		t.Errorf("%v", err)
 	}
-	err = Decode(strings.NewReader(strings.Repeat(" ", MaxBody+10)+"{}"), &r)
-	if err == nil {
-		t.Error("oversized body accepted")
+	err = Decode(strings.NewReader(`{"model":"m"} {"model":"n"}`), &r)
+	if err == nil || !strings.Contains(err.Error(), "after the JSON object") {
+		t.Errorf("trailing data: %v", err)
+	}
+}
+
+// Numbers Go cannot hold, or that are outside what a field means, are a
+// 400 naming the field and its range, never "must be a number, not number".
+func TestDecodeNumbersOutOfRange(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"max_tokens":9223372036854775808}`:           `field "max_tokens" = 9223372036854775808 is out of range: want an integer from 0 to 2147483647`,
+		`{"temperature":1e999}`:                        `field "temperature" = 1e999 is out of range: want a number from 0 to 2`,
+		`{"max_tokens":1.5}`:                           `field "max_tokens" = 1.5 is not an integer: want an integer from 0 to 2147483647`,
+		`{"max_tokens":1e2}`:                           `field "max_tokens" = 1e2: write integers without a fraction or exponent (want an integer from 0 to 2147483647)`,
+		`{"seed":9223372036854775808}`:                 `field "seed" = 9223372036854775808 is out of range: want an integer from -9223372036854775808 to 9223372036854775807`,
+		`{"max_completion_tokens":-1e30}`:              `field "max_completion_tokens" = -1e30 is out of range: want an integer from 0 to 2147483647`,
+		`{"messages":[],"top_k":99999999999999999999}`: `field "top_k" = 99999999999999999999 is out of range: want an integer from 0 to 2147483647`,
+	} {
+		var r ChatCompletionRequest
+		err := Decode(strings.NewReader(body), &r)
+		var fe *FieldError
+		if err == nil || err.Error() != want || !errors.As(err, &fe) {
+			t.Errorf("%s:\n got %v\nwant %s", body, err, want)
+		}
+	}
+	var g GenerateRequest
+	err := Decode(strings.NewReader(`{"options":{"num_predict":1e30}}`), &g)
+	if err == nil || err.Error() != `field "options.num_predict" = 1e30 is out of range: want an integer from -2 to 2147483647` {
+		t.Errorf("ollama option: %v", err)
+	}
+	neg := -5
+	if err := CheckInt("max_tokens", &neg); err == nil || err.Error() != `field "max_tokens" = -5 is out of range: want an integer from 0 to 2147483647` {
+		t.Errorf("negative max_tokens: %v", err)
+	}
+	big := 2.5
+	if err := CheckFloat("temperature", &big); err == nil || err.Error() != `field "temperature" = 2.5 is out of range: want a number from 0 to 2` {
+		t.Errorf("temperature 2.5: %v", err)
+	}
+	if err := CheckFloat("options.temperature", &big); err != nil {
+		t.Errorf("ollama temperature 2.5: %v", err)
 	}
 }
 

@@ -44,8 +44,10 @@ type Message struct {
 	ToolName  string          `json:"tool_name,omitempty"`
 }
 
-// Options are the model options Ollama requests carry (the ones edgectl
-// honours; others are ignored like any unknown key).
+// Options are the model options Ollama requests carry: the ones edgectl
+// honours, and the ones that would change the output and it refuses until
+// they are implemented (serve/fields.go). Others (num_batch, num_gpu, …)
+// only tune speed and are ignored like any unknown key.
 type Options struct {
 	Temperature   *float64   `json:"temperature,omitempty"`
 	TopK          *int       `json:"top_k,omitempty"`
@@ -58,6 +60,11 @@ type Options struct {
 	NumCtx        *int       `json:"num_ctx,omitempty"`
 	NumThread     *int       `json:"num_thread,omitempty"`
 	Stop          StringList `json:"stop,omitempty"`
+
+	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64 `json:"presence_penalty,omitempty"`
+	TypicalP         *float64 `json:"typical_p,omitempty"`
+	Mirostat         *int     `json:"mirostat,omitempty"`
 }
 
 // GenerateResponse is one NDJSON line of /api/generate (or the whole

@@ -19,8 +19,13 @@ type ChatCompletionRequest struct {
 	Model               string        `json:"model"`
 	Messages            []ChatMessage `json:"messages"`
 	MaxCompletionTokens *int          `json:"max_completion_tokens,omitempty"`
-	FrequencyPenalty    *float64      `json:"frequency_penalty,omitempty"`
-	PresencePenalty     *float64      `json:"presence_penalty,omitempty"`
+	// Refused until implemented (serve/fields.go says which values pass).
+	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
+	Tools          json.RawMessage `json:"tools,omitempty"`
+	ToolChoice     json.RawMessage `json:"tool_choice,omitempty"`
+	Functions      json.RawMessage `json:"functions,omitempty"`
+	FunctionCall   json.RawMessage `json:"function_call,omitempty"`
+	TopLogprobs    *int            `json:"top_logprobs,omitempty"`
 	GenerationParams
 }
 
@@ -28,6 +33,10 @@ type ChatCompletionRequest struct {
 type CompletionRequest struct {
 	Model  string     `json:"model"`
 	Prompt StringList `json:"prompt"`
+	// Refused until implemented.
+	Echo   *bool   `json:"echo,omitempty"`
+	BestOf *int    `json:"best_of,omitempty"`
+	Suffix *string `json:"suffix,omitempty"`
 	GenerationParams
 }
 
@@ -41,6 +50,12 @@ type GenerationParams struct {
 	Seed          *int64         `json:"seed,omitempty"`
 	Stop          StringList     `json:"stop,omitempty"`
 	N             *int           `json:"n,omitempty"`
+	// Refused until implemented: logprobs is a boolean on chat and a
+	// count on completions.
+	Logprobs         json.RawMessage `json:"logprobs,omitempty"`
+	LogitBias        json.RawMessage `json:"logit_bias,omitempty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64        `json:"presence_penalty,omitempty"`
 	// llama.cpp-style extensions many clients send.
 	TopK          *int     `json:"top_k,omitempty"`
 	MinP          *float64 `json:"min_p,omitempty"`
