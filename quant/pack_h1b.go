@@ -59,7 +59,7 @@ func (p *packer) packH1B(ctx context.Context) error {
 		p.warn("hidden_size %d / intermediate_size %d is not a multiple of 128: the .h1b loader accepts it, but 1bit-systems' int8 Sherry kernel reads 128 weights at a time (formats.md §7)", d.hidden, d.inter)
 	}
 	hdr := h1b.Header{Version: version, HiddenSize: int32(d.hidden), IntermediateSize: int32(d.inter), NumLayers: int32(d.layers),
-		NumHeads: int32(d.heads), NumKVHeads: int32(d.kvHeads), VocabSize: int32(d.vocab), MaxSeqLen: int32(d.ctx),
+		NumHeads: int32(d.heads), NumKVHeads: int32(d.kvHeads), VocabSize: int32(d.vocab), MaxSeqLen: int32(min(d.ctx, h1b.MaxSeqLenLimit)),
 		RopeTheta: float32(d.theta), RMSNormEps: float32(d.eps)}
 	if d.tied {
 		hdr.TieEmbeddings = 1

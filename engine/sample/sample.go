@@ -40,8 +40,11 @@ func New(s engine.Sampling) *Sampler {
 	if s.Temperature != nil {
 		p.temp = *s.Temperature
 	}
-	if p.lastN == 0 {
+	switch {
+	case p.lastN == 0:
 		p.lastN = DefaultRepeatLastN
+	case p.lastN < 0: // the whole history (Ollama's repeat_last_n -1)
+		p.lastN = math.MaxInt
 	}
 	seed := uint64(time.Now().UnixNano())
 	if s.Seed != nil {

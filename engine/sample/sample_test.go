@@ -106,3 +106,22 @@ func TestSeedDeterministic(t *testing.T) {
 		t.Fatal("sequences: same seed must repeat, different seeds must differ")
 	}
 }
+
+// A negative window penalizes the whole history (Ollama's repeat_last_n
+// -1) instead of slicing past its end.
+func TestRepeatWindowWholeHistory(t *testing.T) {
+	greedy := 0.0
+	logits := []float32{2, 1.9, 0}
+	history := make([]int, 500) // token 0 first, then token 2
+	for i := 1; i < len(history); i++ {
+		history[i] = 2
+	}
+	for _, n := range []int{-1, 1} {
+		p := New(engine.Sampling{Temperature: &greedy, RepeatPenalty: 2, RepeatLastN: n})
+		got := p.Sample(append([]float32(nil), logits...), history)
+		// Token 0 is 500 tokens back: only the whole-history window sees it.
+		if want := map[int]int{-1: 1, 1: 0}[n]; got != want {
+			t.Errorf("window %d: token %d, want %d", n, got, want)
+		}
+	}
+}
