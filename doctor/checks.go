@@ -3,6 +3,7 @@ package doctor
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -19,6 +20,13 @@ func (c *checker) checkConfig() bool {
 	path := filepath.Join(c.dir, "config.json")
 	cfg, err := hfconfig.Load(path)
 	if err == nil {
+		if err := cfg.Validate(); err != nil {
+			// Sizes no model has: every later check would reason about
+			// (or allocate from) them.
+			c.add(Finding{ID: "config-dims", Severity: Blocking, Message: "config.json declares sizes no model has: the file is corrupt or hostile",
+				Evidence: err.Error(), Fix: "restore it from the upstream repository: edgectl pull ORG/NAME --include config.json"})
+			return false
+		}
 		c.cfg = cfg
 		return true
 	}
@@ -259,10 +267,15 @@ func (c *checker) checkVocab() {
 }
 
 func (c *checker) checkTokenizer() {
-	tok, tc := c.tokenizer()
-	if tok == nil {
-		c.add(Finding{ID: "tokenizer-missing", Severity: Warning, Message: "no readable tokenizer.json; the runtime needs the tokenizer files",
+	tok, tc, err := c.tokenizer()
+	if errors.Is(err, fs.ErrNotExist) {
+		c.add(Finding{ID: "tokenizer-missing", Severity: Warning, Message: "no tokenizer.json; the runtime needs the tokenizer files",
 			Evidence: filepath.Join(c.dir, "tokenizer.json"), Fix: "edgectl pull ORG/NAME --include 'tokenizer*'"})
+		return
+	}
+	if tok == nil {
+		c.add(Finding{ID: "tokenizer-invalid", Severity: Blocking, Message: "tokenizer.json cannot be used: no runtime can load this model",
+			Evidence: err.Error(), Fix: "restore it from the upstream repository: edgectl pull ORG/NAME --include 'tokenizer*'"})
 		return
 	}
 	n := len(tok.Tokens())

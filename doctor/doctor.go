@@ -175,11 +175,11 @@ func isCompiledAxllm(dir string) bool {
 	return len(m) > 0
 }
 
-func (c *checker) tokenizer() (*tokjson.File, *tokjson.Config) {
+func (c *checker) tokenizer() (*tokjson.File, *tokjson.Config, error) {
 	tok, err := tokjson.Load(filepath.Join(c.dir, "tokenizer.json"))
 	if err != nil {
 		tok = nil
 	}
 	tc, _ := tokjson.LoadConfig(c.dir)
-	return tok, tc
+	return tok, tc, err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +76,43 @@ func TestRunHostileCorpus(t *testing.T) {
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)
 	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+// inspect and doctor read every hostile model in bounded time and memory;
+// doctor blocks (exit 4) each model no runtime can load: absurd config
+// sizes, unusable tokenizers, shard indexes that leave the directory, and
+// damaged safetensors.
+func TestInspectDoctorHostileCorpus(t *testing.T) {
+	cases, err := testmodel.HostileCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	unloadable := regexp.MustCompile(`^(cfg-(heads|negative|null|vocab|zero)|tok-(id|empty)|index-|st-(header|offsets))`)
+	for _, c := range cases {
+		dir, err := c.Materialize(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range []string{"inspect", "doctor"} {
+			var out, errOut bytes.Buffer
+			var code int
+			start := time.Now()
+			peak := testmodel.PeakHeap(func() {
+				code = run(context.Background(), &cli.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{cmd, dir})
+			})
+			if took := time.Since(start); took > 10*time.Second || peak > 512<<20 {
+				t.Errorf("%s %s: %v, peak heap +%d MiB", cmd, c.Name, took, peak>>20)
+			}
+			if testmodel.Leaks(out.String() + errOut.String()) {
+				t.Errorf("%s %s: output carries a local file or the environment", cmd, c.Name)
+			}
+			switch {
+			case code != 0 && code != 1 && code != 3 && code != 4:
+				t.Errorf("%s %s: exit %d: %s", cmd, c.Name, code, errOut.String())
+			case cmd == "doctor" && unloadable.MatchString(c.Name) && code != 4:
+				t.Errorf("doctor %s: exit %d, want 4 (blocked):\n%s", c.Name, code, out.String())
+			}
+		}
+	}
 }

@@ -13,13 +13,18 @@ import (
 // beyond every published model (Llama 3.1 405B: hidden 16384, FFN 53248,
 // 126 layers, 128 heads, vocabulary 128256; Gemma 3: vocabulary 262208),
 // and the tensors the file holds are checked against the same sizes.
+// The numbers are hfconfig.DefaultLimits, the one table of them, applied
+// here to every format (config.json, GGUF metadata, the .h1b header).
+var (
+	maxHidden  = hfconfig.DefaultLimits.HiddenSize
+	maxFFN     = hfconfig.DefaultLimits.IntermediateSize
+	maxLayers  = hfconfig.DefaultLimits.Layers
+	maxHeads   = hfconfig.DefaultLimits.Heads
+	maxHeadDim = hfconfig.DefaultLimits.HeadDim
+	maxVocab   = hfconfig.DefaultLimits.VocabSize
+)
+
 const (
-	maxHidden  = 1 << 17
-	maxFFN     = 1 << 20
-	maxLayers  = 4096
-	maxHeads   = 4096
-	maxHeadDim = 1 << 14
-	maxVocab   = 1 << 24
 	// tensorsPerLayer is the fewest tensors one transformer block has
 	// (two norms and seven matrices): a file declaring more layers than
 	// its tensors can fill is refused before the layer table is made.

@@ -10,7 +10,7 @@ import (
 // largest published vocabulary): the id → piece tables are sized by the
 // largest id, so an id of 10^9 in a hostile tokenizer.json would allocate
 // gigabytes.
-const maxVocab = 1 << 24
+const maxVocab = tokjson.MaxVocab
 
 // checkIDs validates tokenizer.json's ids before any table is sized by
 // them: none negative, none beyond what the file's entries can number

@@ -26,7 +26,7 @@ var DefaultLimits = Limits{
 	IntermediateSize: 1 << 20,
 	Layers:           4096,
 	Heads:            4096,
-	HeadDim:          4096,
+	HeadDim:          1 << 14,
 	VocabSize:        1 << 24, // 16.7M; the largest vocabularies are ~260K
 	Experts:          1 << 14,
 	Context:          1 << 24, // 16.7M positions
