@@ -108,7 +108,24 @@ type Request struct {
 	MaxTokens int      // 0: until a stop condition or the context is full
 	Stop      []string // stop strings; the stop string itself is not emitted
 	Sampling  Sampling
+	// ContextLimit caps this request's context below the session's: the
+	// prompt and the generated tokens together stay within it, and a
+	// prompt that leaves no room is ErrContextFull (0: the session's own
+	// context; Ollama's options.num_ctx).
+	ContextLimit int
+	// Logprobs asks for each generated token's log-probability (Token.
+	// Logprobs) and, with TopLogprobs > 0, the TopLogprobs (at most
+	// MaxTopLogprobs) most likely tokens at its position. They come from
+	// the log-softmax of the model's raw logits, before penalties,
+	// temperature and truncation. Only the CPU engine reports them (and
+	// honours ContextLimit and the frequency/presence penalties): serve
+	// refuses these fields for other lanes with a 400 naming them.
+	Logprobs    bool
+	TopLogprobs int
 }
+
+// MaxTopLogprobs bounds Request.TopLogprobs (OpenAI's limit).
+const MaxTopLogprobs = 20
 
 // Sampling parameters. Zero values mean "the backend's default" except
 // Temperature, where a nil pointer means default and 0 means greedy.
@@ -118,14 +135,40 @@ type Sampling struct {
 	TopP          float64 // 0 or 1: off
 	MinP          float64 // 0: off
 	RepeatPenalty float64 // 0 or 1: off
-	RepeatLastN   int     // window for RepeatPenalty (0: 64)
-	Seed          *int64  // nil: random
+	RepeatLastN   int     // window for the penalties (0: 64, negative: the whole history)
+	// FrequencyPenalty and PresencePenalty subtract count×frequency +
+	// (count > 0)×presence from the logit of each token seen count times
+	// in the penalty window (OpenAI's formula over llama.cpp's window).
+	FrequencyPenalty float64
+	PresencePenalty  float64
+	Seed             *int64 // nil: random
 }
 
 // Token is one emitted piece of output.
 type Token struct {
 	ID   int    // token id, -1 when the backend only reports text
 	Text string // decoded text (may be empty while a UTF-8 sequence is incomplete)
+	// Logprobs, with Request.Logprobs, are the generated tokens this
+	// Token's text completes, in order: text held back (a possible stop
+	// string, an unfinished UTF-8 sequence) arrives with a later Token, so
+	// one Token may carry several entries, or entries and no text. Tokens
+	// cut by a stop string are left out.
+	Logprobs []TokenLogprob
+}
+
+// Logprob is one token's log-probability. Bytes are the token's own bytes,
+// which need not be valid UTF-8 on their own.
+type Logprob struct {
+	ID      int
+	Bytes   []byte
+	Logprob float64
+}
+
+// TokenLogprob is a generated token's log-probability and the most likely
+// tokens at its position, most likely first.
+type TokenLogprob struct {
+	Logprob
+	Top []Logprob
 }
 
 // Finish reasons, as OpenAI spells them.

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 // DefaultEndpoint is the public Hub.
@@ -22,7 +24,7 @@ type Config struct {
 // FromEnv builds a Config from the environment with huggingface_hub's
 // defaults and precedence.
 func FromEnv() Config {
-	return configFrom(os.Getenv)
+	return configFrom(envconfig.Get)
 }
 
 func configFrom(getenv func(string) string) Config {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/envconfig"
 	"github.com/edgectl/edgectl/internal/failpoint"
 )
 
@@ -45,7 +46,7 @@ const staleAfter = 24 * time.Hour
 // DefaultCacheDir is $EDGECTL_CACHE_DIR, else the user cache dir's
 // edgectl/prep.
 func DefaultCacheDir() string {
-	if d := os.Getenv("EDGECTL_CACHE_DIR"); d != "" {
+	if d := envconfig.CacheDir.Get(); d != "" {
 		return d
 	}
 	d, err := os.UserCacheDir()

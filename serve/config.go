@@ -14,11 +14,15 @@ import (
 )
 
 // FileConfig is the --config file (JSON). Flags given on the command line
-// override it.
+// override it; it overrides the environment (EDGECTL_HOST, EDGECTL_MODELS,
+// …; see docs/environment.md).
 type FileConfig struct {
-	Models    []string              `json:"models,omitempty"`
-	Addr      string                `json:"addr,omitempty"`
-	APIKey    string                `json:"api_key,omitempty"`
+	Models       []string `json:"models,omitempty"`
+	Addr         string   `json:"addr,omitempty"`
+	APIKey       string   `json:"api_key,omitempty"`
+	Origins      []string `json:"origins,omitempty"`
+	AllowedHosts []string `json:"allowed_hosts,omitempty"`
+
 	KeepAlive *api.Duration         `json:"keep_alive,omitempty"`
 	MaxQueue  int                   `json:"max_queue,omitempty"`
 	Watchdog  string                `json:"watchdog,omitempty"`

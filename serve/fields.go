@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 
+	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/serve/api"
 )
 
@@ -48,8 +50,6 @@ func notYet(field, what, instead string) error {
 const (
 	whyStructured = "edgectl cannot constrain output to JSON or a schema (structured output is planned)"
 	whyTools      = "edgectl models do not call tools (tool calling is planned)"
-	whyLogprobs   = "edgectl does not return token log-probabilities yet"
-	whyPenalties  = "only repeat_penalty is implemented"
 )
 
 // short shows a raw value in an error, cut to a readable length.
@@ -90,12 +90,6 @@ func checkGeneration(p *api.GenerationParams, maxTokensField string, maxTokens *
 	switch {
 	case p.N != nil && *p.N != 1:
 		return &api.FieldError{Field: "n", Msg: fmt.Sprintf("n = %d is not supported: edgectl returns one choice per request; send 1 or leave it out", *p.N)}
-	case !rawIs(p.Logprobs, "false", "0"):
-		return notYet("logprobs", whyLogprobs, "leave it out or send false")
-	case p.FrequencyPenalty != nil && *p.FrequencyPenalty != 0:
-		return notYet("frequency_penalty", whyPenalties, "leave it out or send 0")
-	case p.PresencePenalty != nil && *p.PresencePenalty != 0:
-		return notYet("presence_penalty", whyPenalties, "leave it out or send 0")
 	case !rawIs(p.LogitBias, "{}"):
 		return notYet("logit_bias", "edgectl does not bias token probabilities", "leave it out")
 	}
@@ -111,7 +105,7 @@ func checkChatCompletion(req *api.ChatCompletionRequest, maxTokens *int) error {
 	if err := checkGeneration(&req.GenerationParams, field, maxTokens); err != nil {
 		return err
 	}
-	if err := api.CheckInt("top_logprobs", req.TopLogprobs); err != nil {
+	if _, _, err := chatLogprobsFields(req); err != nil {
 		return err
 	}
 	switch {
@@ -125,15 +119,50 @@ func checkChatCompletion(req *api.ChatCompletionRequest, maxTokens *int) error {
 		return notYet("functions", whyTools, "leave functions out")
 	case !rawIs(req.FunctionCall, `"none"`, `"auto"`):
 		return notYet("function_call", whyTools, `leave it out or send "none"`)
-	case req.TopLogprobs != nil && *req.TopLogprobs != 0:
-		return notYet("top_logprobs", whyLogprobs, "leave it out or send 0")
 	}
 	return nil
+}
+
+// chatLogprobsFields reads chat's logprobs (a boolean) and top_logprobs
+// (0–20, only with logprobs: true, as OpenAI requires).
+func chatLogprobsFields(req *api.ChatCompletionRequest) (on bool, top int, err error) {
+	if err := api.CheckInt("top_logprobs", req.TopLogprobs); err != nil {
+		return false, 0, err
+	}
+	if !absent(req.Logprobs) && json.Unmarshal(req.Logprobs, &on) != nil {
+		return false, 0, &api.FieldError{Field: "logprobs", Msg: fmt.Sprintf(`field "logprobs" must be true or false, not %s`, short(req.Logprobs))}
+	}
+	if req.TopLogprobs != nil {
+		top = *req.TopLogprobs
+	}
+	if top > 0 && !on {
+		return false, 0, &api.FieldError{Field: "top_logprobs", Msg: "top_logprobs needs logprobs: true; send both, or leave top_logprobs out"}
+	}
+	return on, top, nil
+}
+
+// completionLogprobsField reads /v1/completions' logprobs: how many of the
+// most likely tokens to return with each token (0–20; 0, false or null:
+// no log-probabilities, as llama.cpp reads n_probs 0).
+func completionLogprobsField(raw json.RawMessage) (int, error) {
+	if rawIs(raw, "false") {
+		return 0, nil
+	}
+	var n float64
+	r := api.Ranges["logprobs"]
+	if json.Unmarshal(raw, &n) != nil || n != math.Trunc(n) || n < r.Min || n > r.Max {
+		return 0, &api.FieldError{Field: "logprobs", Msg: fmt.Sprintf(
+			`field "logprobs" = %s is out of range: want %s (the most likely tokens to return with each token)`, short(raw), r)}
+	}
+	return int(n), nil
 }
 
 // checkCompletion validates /v1/completions beyond its types.
 func checkCompletion(req *api.CompletionRequest) error {
 	if err := firstErr(checkGeneration(&req.GenerationParams, "max_tokens", req.MaxTokens), api.CheckInt("best_of", req.BestOf)); err != nil {
+		return err
+	}
+	if _, err := completionLogprobsField(req.Logprobs); err != nil {
 		return err
 	}
 	switch {
@@ -171,16 +200,28 @@ func checkOllamaOptions(o *api.Options) error {
 		return err
 	}
 	switch {
-	case o.FrequencyPenalty != nil && *o.FrequencyPenalty != 0:
-		return notYet("options.frequency_penalty", whyPenalties, "leave it out or send 0")
-	case o.PresencePenalty != nil && *o.PresencePenalty != 0:
-		return notYet("options.presence_penalty", whyPenalties, "leave it out or send 0")
 	case o.TypicalP != nil && *o.TypicalP != 1:
 		return notYet("options.typical_p", "edgectl has no typical sampling", "leave it out or send 1")
 	case o.Mirostat != nil && *o.Mirostat != 0:
 		return notYet("options.mirostat", "edgectl has no Mirostat sampling", "leave it out or send 0")
 	}
 	return nil
+}
+
+// ollamaLogprobsFields reads Ollama's logprobs and top_logprobs (0–20, only
+// with logprobs: true).
+func ollamaLogprobsFields(r api.OllamaLogprobsRequest) (bool, int, error) {
+	if err := api.CheckInt("top_logprobs", r.TopLogprobs); err != nil {
+		return false, 0, err
+	}
+	top := 0
+	if r.TopLogprobs != nil {
+		top = *r.TopLogprobs
+	}
+	if top > 0 && !r.Logprobs {
+		return false, 0, &api.FieldError{Field: "top_logprobs", Msg: "top_logprobs needs logprobs: true; send both, or leave top_logprobs out"}
+	}
+	return r.Logprobs, top, nil
 }
 
 // checkOllamaCommon refuses format (JSON mode, schemas) and think; think
@@ -218,15 +259,67 @@ func (s *Server) checkNumThread(o *api.Options, e *Entry) error {
 	return nil
 }
 
-// checkNumCtx refuses options.num_ctx beyond the context the model is
-// loaded with (known once it is loaded; 0: the lane does not say).
-func checkNumCtx(o *api.Options, model string, loaded int) error {
-	if o == nil || o.NumCtx == nil || loaded <= 0 || *o.NumCtx <= loaded {
+// numCtx applies options.num_ctx to req: on the cpu lane a value below the
+// loaded context caps this request's context (prompt and output); above it
+// is refused, and so is any other value on lanes whose backend sets its own
+// context (loaded: the context the model is loaded with, 0 if the lane
+// does not say).
+func numCtx(o *api.Options, e *Entry, loaded int, req *engine.Request) error {
+	if o == nil || o.NumCtx == nil || *o.NumCtx == 0 {
 		return nil
 	}
-	return &api.FieldError{Field: "options.num_ctx", Msg: fmt.Sprintf(
-		"options.num_ctx = %d exceeds the context %s is loaded with (%d tokens): send at most %d (serve --ctx sets the cpu lane's context)",
-		*o.NumCtx, model, loaded, loaded)}
+	n := *o.NumCtx
+	switch {
+	case loaded > 0 && n > loaded:
+		return &api.FieldError{Field: "options.num_ctx", Msg: fmt.Sprintf(
+			"options.num_ctx = %d exceeds the context %s is loaded with (%d tokens): send at most %d (serve --ctx sets the cpu lane's context)",
+			n, e.Name, loaded, loaded)}
+	case e.Lane != LaneCPU && n != loaded:
+		return &api.FieldError{Field: "options.num_ctx", Msg: fmt.Sprintf(
+			"options.num_ctx = %d cannot be applied: %s runs on the %s lane, whose backend sets its own context (%s); leave it out",
+			n, e.Name, e.Lane, ctxWords(loaded))}
+	case e.Lane == LaneCPU:
+		req.ContextLimit = n
+	}
+	return nil
+}
+
+func ctxWords(loaded int) string {
+	if loaded <= 0 {
+		return "not reported"
+	}
+	return fmt.Sprintf("%d tokens", loaded)
+}
+
+// numCtxError names options.num_ctx in a prompt-too-long error: num_ctx is
+// at most the loaded context, so it is the limit the prompt is over.
+func numCtxError(o *api.Options, err error) error {
+	if o == nil || o.NumCtx == nil || *o.NumCtx == 0 || !errors.Is(err, engine.ErrContextFull) {
+		return err
+	}
+	return fmt.Errorf("options.num_ctx = %d: %w", *o.NumCtx, err)
+}
+
+// checkCPUOnly refuses the fields only the cpu lane implements (token
+// log-probabilities, frequency and presence penalties) when the model runs
+// on another lane. prefix is "options." for Ollama's options.
+func checkCPUOnly(e *Entry, req engine.Request, prefix string) error {
+	if e.Lane == LaneCPU {
+		return nil
+	}
+	var field string
+	switch {
+	case req.Logprobs:
+		field = "logprobs"
+	case req.Sampling.FrequencyPenalty != 0:
+		field = prefix + "frequency_penalty"
+	case req.Sampling.PresencePenalty != 0:
+		field = prefix + "presence_penalty"
+	default:
+		return nil
+	}
+	return &api.FieldError{Field: field, Msg: fmt.Sprintf("%s is not supported on the %s lane (%s runs there): only the cpu lane implements it; leave it out",
+		field, e.Lane, e.Name)}
 }
 
 // fieldParam is the OpenAI error's param for err, if it is about a field.

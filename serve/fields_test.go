@@ -27,10 +27,6 @@ func TestUnsupportedOpenAIFieldsAreRefused(t *testing.T) {
 		{"functions", `"functions":[{"name":"f"}]`},
 		{"function_call", `"function_call":{"name":"f"}`},
 		{"n", `"n":2`},
-		{"logprobs", `"logprobs":true`},
-		{"top_logprobs", `"top_logprobs":3`},
-		{"frequency_penalty", `"frequency_penalty":0.5`},
-		{"presence_penalty", `"presence_penalty":-1`},
 		{"logit_bias", `"logit_bias":{"50256":-100}`},
 	} {
 		code, _, b := post(t, ts.URL+"/v1/chat/completions", `{`+chat+`,`+tc.extra+`}`)
@@ -44,15 +40,36 @@ func TestUnsupportedOpenAIFieldsAreRefused(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ field, extra string }{
-		{"logprobs", `"logprobs":3`},
 		{"echo", `"echo":true`},
 		{"best_of", `"best_of":2`},
 		{"suffix", `"suffix":"end"`},
-		{"frequency_penalty", `"frequency_penalty":1`},
 	} {
 		code, _, b := post(t, ts.URL+"/v1/completions", `{"model":"tinystories","prompt":"Once","max_tokens":2,`+tc.extra+`}`)
 		if code != 400 || !strings.Contains(string(b), `"param":"`+tc.field+`"`) || !strings.Contains(string(b), "not supported") {
 			t.Errorf("completions %s: %d %s", tc.extra, code, b)
+		}
+	}
+	// Implemented fields with values they cannot take name the field too.
+	for _, tc := range []struct{ path, extra, field, want string }{
+		{"/v1/chat/completions", `"top_logprobs":3`, "top_logprobs", "top_logprobs needs logprobs: true"},
+		{"/v1/chat/completions", `"logprobs":true,"top_logprobs":21`, "top_logprobs", "want an integer from 0 to 20"},
+		{"/v1/chat/completions", `"logprobs":3`, "logprobs", `field "logprobs" must be true or false, not 3`},
+		{"/v1/chat/completions", `"frequency_penalty":2.5`, "frequency_penalty", "want a number from -2 to 2"},
+		{"/v1/completions", `"logprobs":21`, "logprobs", `field "logprobs" = 21 is out of range: want an integer from 0 to 20`},
+		{"/v1/completions", `"logprobs":1.5`, "logprobs", "out of range"},
+		{"/v1/completions", `"logprobs":true`, "logprobs", "out of range"},
+	} {
+		body := `{` + chat + `,` + tc.extra + `}`
+		if tc.path == "/v1/completions" {
+			body = `{"model":"tinystories","prompt":"Once","max_tokens":2,` + tc.extra + `}`
+		}
+		code, _, b := post(t, ts.URL+tc.path, body)
+		var env struct {
+			Error struct{ Message, Param string }
+		}
+		json.Unmarshal(b, &env)
+		if code != 400 || env.Error.Param != tc.field || !strings.Contains(env.Error.Message, tc.want) {
+			t.Errorf("%s %s: %d %s\nwant %q", tc.path, tc.extra, code, b, tc.want)
 		}
 	}
 	// The neutral values pass.
@@ -61,7 +78,7 @@ func TestUnsupportedOpenAIFieldsAreRefused(t *testing.T) {
 	if code, _, b := post(t, ts.URL+"/v1/chat/completions", `{`+chat+`,`+neutral+`}`); code != 200 {
 		t.Errorf("neutral values: %d %s", code, b)
 	}
-	if code, _, b := post(t, ts.URL+"/v1/completions", `{"model":"tinystories","prompt":"Once","max_tokens":2,"logprobs":null,"echo":false,"best_of":1,"suffix":""}`); code != 200 {
+	if code, _, b := post(t, ts.URL+"/v1/completions", `{"model":"tinystories","prompt":"Once","max_tokens":2,"logprobs":null,"echo":false,"best_of":1,"suffix":""}`); code != 200 || strings.Contains(string(b), `"tokens"`) {
 		t.Errorf("neutral completion values: %d %s", code, b)
 	}
 }
@@ -83,9 +100,9 @@ func TestOpenAIClientAndRefusedFields(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "response_format" || !strings.Contains(apiErr.Message, "structured output") {
 		t.Errorf("json_object: %v", err)
 	}
-	_, err = ts.chat().New(context.Background(), openai.ChatCompletionNewParams{Model: "tinystories", Messages: msgs, Logprobs: openai.Bool(true)})
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "logprobs" {
-		t.Errorf("logprobs: %v", err)
+	_, err = ts.chat().New(context.Background(), openai.ChatCompletionNewParams{Model: "tinystories", Messages: msgs, TopLogprobs: openai.Int(2)})
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "top_logprobs" {
+		t.Errorf("top_logprobs without logprobs: %v", err)
 	}
 }
 
@@ -106,13 +123,19 @@ func TestUnsupportedOllamaFieldsAreRefused(t *testing.T) {
 		{"/api/generate", `{` + gen + `,"suffix":"end"}`, "suffix is not supported yet"},
 		{"/api/generate", `{` + gen + `,"template":"{{ .Prompt }}"}`, "template is not supported yet"},
 		{"/api/generate", `{` + gen + `,"context":[1,2,3]}`, "context is not supported yet"},
-		{"/api/chat", `{` + chat + `,"options":{"frequency_penalty":0.5}}`, "options.frequency_penalty is not supported yet"},
-		{"/api/chat", `{` + chat + `,"options":{"presence_penalty":0.5}}`, "options.presence_penalty is not supported yet"},
+		{"/api/chat", `{` + chat + `,"top_logprobs":2}`, "top_logprobs needs logprobs: true"},
+		{"/api/chat", `{` + chat + `,"logprobs":true,"top_logprobs":30}`, `field "top_logprobs" = 30 is out of range`},
+		// Implemented on the cpu lane only: other lanes refuse them.
+		{"/api/chat", `{"model":"npu","messages":[{"role":"user","content":"x"}],"options":{"frequency_penalty":0.5}}`, "options.frequency_penalty is not supported on the axcl lane"},
+		{"/api/chat", `{"model":"npu","messages":[{"role":"user","content":"x"}],"options":{"presence_penalty":0.5}}`, "options.presence_penalty is not supported on the axcl lane"},
+		{"/api/generate", `{"model":"npu","prompt":"x","logprobs":true}`, "logprobs is not supported on the axcl lane"},
+		{"/api/generate", `{"model":"npu","prompt":"x","options":{"num_ctx":7}}`, "options.num_ctx = 7 cannot be applied: npu:latest runs on the axcl lane"},
 		{"/api/chat", `{` + chat + `,"options":{"typical_p":0.7}}`, "options.typical_p is not supported yet"},
 		{"/api/chat", `{` + chat + `,"options":{"mirostat":2}}`, "options.mirostat is not supported yet"},
 		{"/api/generate", fmt.Sprintf(`{%s,"options":{"num_thread":%d}}`, gen, threads+1), fmt.Sprintf("options.num_thread = %d cannot be applied per request: the cpu lane runs every model with %d threads", threads+1, threads)},
 		{"/api/chat", `{"model":"npu","messages":[{"role":"user","content":"x"}],"options":{"num_thread":2}}`, "options.num_thread cannot be applied: npu:latest runs on the axcl lane"},
 		{"/api/generate", `{` + gen + `,"options":{"num_ctx":4096}}`, "options.num_ctx = 4096 exceeds the context tinystories:latest is loaded with (128 tokens): send at most 128"},
+		{"/api/generate", `{` + gen + `,"options":{"num_ctx":2}}`, "options.num_ctx = 2: context window exceeded: the prompt is 4 tokens and the request limits the context to 2 tokens"},
 	} {
 		code, _, b := post(t, ts.URL+tc.path, tc.body)
 		var e struct{ Error string }

@@ -54,11 +54,13 @@ func fallbackTemplate(msgs []engine.Message, addGen bool) string {
 	return b.String()
 }
 
-// run generates on the lease's model, calling emit with each piece of text.
+// run generates on the lease's model, calling emit with each piece of text
+// (and the log-probabilities that come with it; tokens with neither are
+// dropped).
 // The watchdog kills the backend when no token arrives for opts.Watchdog
 // (counted from the start, so it also bounds prefill); emit is never called
 // after run returns.
-func (s *Server) run(ctx context.Context, l *Lease, req engine.Request, emit func(string) error) (engine.Result, error) {
+func (s *Server) run(ctx context.Context, l *Lease, req engine.Request, emit func(engine.Token) error) (engine.Result, error) {
 	sess, err := l.Model.NewSession()
 	if err != nil {
 		return engine.Result{}, err
@@ -78,10 +80,10 @@ func (s *Server) run(ctx context.Context, l *Lease, req engine.Request, emit fun
 		if closed {
 			return errAbandoned
 		}
-		if t.Text == "" {
+		if t.Text == "" && len(t.Logprobs) == 0 {
 			return nil
 		}
-		return emit(t.Text)
+		return emit(t)
 	}
 	type outcome struct {
 		res engine.Result
@@ -211,10 +213,16 @@ func writeOllamaError(w http.ResponseWriter, code int, msg string) {
 }
 
 // sampling converts API sampling fields.
-func sampling(temp, topP, minP, repeat *float64, topK, repeatN *int, seed *int64) engine.Sampling {
+func sampling(temp, topP, minP, repeat, freq, pres *float64, topK, repeatN *int, seed *int64) engine.Sampling {
 	var sm engine.Sampling
 	sm.Temperature = temp
 	sm.Seed = seed
+	if freq != nil {
+		sm.FrequencyPenalty = *freq
+	}
+	if pres != nil {
+		sm.PresencePenalty = *pres
+	}
 	if topP != nil {
 		sm.TopP = *topP
 	}
@@ -229,8 +237,8 @@ func sampling(temp, topP, minP, repeat *float64, topK, repeatN *int, seed *int64
 	}
 	if repeatN != nil {
 		switch n := *repeatN; {
-		case n == 0: // Ollama: 0 turns the penalty off
-			sm.RepeatPenalty = 0
+		case n == 0: // Ollama: 0 turns the penalties off (an empty window, as llama.cpp's penalty_last_n 0)
+			sm.RepeatPenalty, sm.FrequencyPenalty, sm.PresencePenalty = 0, 0, 0
 		case n < 0: // Ollama: -1 is the whole context
 			sm.RepeatLastN = math.MaxInt32
 		default:

@@ -57,7 +57,7 @@ func (s *Server) ollamaOptions(o *api.Options) (engine.Request, error) {
 	if err := checkOllamaOptions(o); err != nil {
 		return req, err
 	}
-	req.Sampling = sampling(o.Temperature, o.TopP, o.MinP, o.RepeatPenalty, o.TopK, o.RepeatLastN, o.Seed)
+	req.Sampling = sampling(o.Temperature, o.TopP, o.MinP, o.RepeatPenalty, o.FrequencyPenalty, o.PresencePenalty, o.TopK, o.RepeatLastN, o.Seed)
 	if o.NumPredict != nil && *o.NumPredict > 0 { // -1 infinite, -2 fill the context
 		req.MaxTokens = *o.NumPredict
 	}
@@ -73,8 +73,9 @@ type ollamaRun struct {
 	empty        bool // load / unload request
 	req          engine.Request
 	opts         *api.Options // checked against the model: num_thread, num_ctx
-	// line builds one NDJSON object: a text piece, or the final one.
-	line func(text string, done bool, reason string, t api.Timings) any
+	// line builds one NDJSON object: a text piece (with its tokens'
+	// log-probabilities when asked for), or the final one.
+	line func(text string, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
@@ -107,6 +108,9 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ereq, err := s.ollamaOptions(req.Options)
+	if err == nil {
+		ereq.Logprobs, ereq.TopLogprobs, err = ollamaLogprobsFields(req.OllamaLogprobsRequest)
+	}
 	if err != nil {
 		s.ollamaFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
@@ -122,8 +126,8 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	model := req.Model
 	s.ollamaGenerate(w, r, ollamaRun{route: route, model: model, ka: keepAlive(req.KeepAlive), stream: req.Stream == nil || *req.Stream,
-		empty: req.Prompt == "" && req.System == "", req: ereq, opts: req.Options, line: func(text string, done bool, reason string, t api.Timings) any {
-			return api.GenerateResponse{Model: model, CreatedAt: time.Now().UTC(), Response: text, Done: done, DoneReason: reason, Timings: t}
+		empty: req.Prompt == "" && req.System == "", req: ereq, opts: req.Options, line: func(text string, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any {
+			return api.GenerateResponse{Model: model, CreatedAt: time.Now().UTC(), Response: text, Logprobs: lps, Done: done, DoneReason: reason, Timings: t}
 		}})
 }
 
@@ -147,6 +151,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ereq, err := s.ollamaOptions(req.Options)
+	if err == nil {
+		ereq.Logprobs, ereq.TopLogprobs, err = ollamaLogprobsFields(req.OllamaLogprobsRequest)
+	}
 	if err != nil {
 		s.ollamaFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
@@ -167,9 +174,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	ereq.AddGenerationPrompt = true
 	model := req.Model
 	s.ollamaGenerate(w, r, ollamaRun{route: route, model: model, ka: keepAlive(req.KeepAlive), stream: req.Stream == nil || *req.Stream,
-		empty: len(req.Messages) == 0, req: ereq, opts: req.Options, line: func(text string, done bool, reason string, t api.Timings) any {
+		empty: len(req.Messages) == 0, req: ereq, opts: req.Options, line: func(text string, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any {
 			return api.ChatResponse{Model: model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: text},
-				Done: done, DoneReason: reason, Timings: t}
+				Logprobs: lps, Done: done, DoneReason: reason, Timings: t}
 		}})
 }
 
@@ -180,7 +187,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 		s.ollamaFail(w, r, o.model, http.StatusNotFound, ollamaNotFound(o.model))
 		return
 	}
-	if err := s.checkNumThread(o.opts, e); err != nil {
+	if err := firstErr(s.checkNumThread(o.opts, e), checkCPUOnly(e, o.req, "options.")); err != nil {
 		s.ollamaFail(w, r, o.model, http.StatusBadRequest, err)
 		return
 	}
@@ -189,7 +196,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 		if o.ka != nil && *o.ka == 0 {
 			s.sched.Unload(e)
 			note(r, o.model, http.StatusOK)
-			writeJSON(w, http.StatusOK, o.line("", true, api.DoneUnload, api.Timings{}))
+			writeJSON(w, http.StatusOK, o.line("", nil, true, api.DoneUnload, api.Timings{}))
 			return
 		}
 		l, err := s.sched.Preload(r.Context(), e, o.ka)
@@ -198,7 +205,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 			return
 		}
 		note(r, o.model, http.StatusOK)
-		writeJSON(w, http.StatusOK, o.line("", true, api.DoneLoad, api.Timings{
+		writeJSON(w, http.StatusOK, o.line("", nil, true, api.DoneLoad, api.Timings{
 			TotalDuration: int64(time.Since(start)), LoadDuration: int64(l.LoadDuration)}))
 		return
 	}
@@ -208,7 +215,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 		return
 	}
 	defer l.Release()
-	if err := checkNumCtx(o.opts, e.Name, l.Model.Info().ContextLength); err != nil {
+	if err := numCtx(o.opts, e, l.Model.Info().ContextLength, &o.req); err != nil {
 		s.ollamaFail(w, r, o.model, http.StatusBadRequest, err)
 		return
 	}
@@ -225,11 +232,19 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 
 	nw := &ndjsonWriter{w: w, rc: http.NewResponseController(w)}
 	var text strings.Builder
-	emit := func(t string) error { return nw.send(o.line(t, false, "", api.Timings{})) }
+	var lps []engine.TokenLogprob
+	emit := func(t engine.Token) error {
+		return nw.send(o.line(t.Text, ollamaLogprobs(t.Logprobs), false, "", api.Timings{}))
+	}
 	if !o.stream {
-		emit = func(t string) error { text.WriteString(t); return nil }
+		emit = func(t engine.Token) error {
+			text.WriteString(t.Text)
+			lps = append(lps, t.Logprobs...)
+			return nil
+		}
 	}
 	res, err := s.run(r.Context(), l, req, emit)
+	err = numCtxError(o.opts, err)
 	if err != nil {
 		code := httpStatus(err)
 		note(r, o.model, code)
@@ -254,10 +269,10 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 	}
 	note(r, o.model, http.StatusOK)
 	if !o.stream {
-		writeJSON(w, http.StatusOK, o.line(text.String(), true, res.FinishReason, t))
+		writeJSON(w, http.StatusOK, o.line(text.String(), ollamaLogprobs(lps), true, res.FinishReason, t))
 		return
 	}
-	nw.send(o.line("", true, res.FinishReason, t))
+	nw.send(o.line("", nil, true, res.FinishReason, t))
 }
 
 func details(e *Entry, info engine.ModelInfo, loaded bool) api.ModelDetails {

@@ -76,7 +76,8 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ereq := engine.Request{AddGenerationPrompt: true, Stop: req.Stop,
-		Sampling: sampling(req.Temperature, req.TopP, req.MinP, req.RepeatPenalty, req.TopK, nil, req.Seed)}
+		Sampling: sampling(req.Temperature, req.TopP, req.MinP, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty, req.TopK, nil, req.Seed)}
+	ereq.Logprobs, ereq.TopLogprobs, _ = chatLogprobsFields(&req) // checked above
 	for i, m := range req.Messages {
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool":
@@ -116,7 +117,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ereq := engine.Request{Prompt: req.Prompt[0], Stop: req.Stop,
-		Sampling: sampling(req.Temperature, req.TopP, req.MinP, req.RepeatPenalty, req.TopK, nil, req.Seed)}
+		Sampling: sampling(req.Temperature, req.TopP, req.MinP, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty, req.TopK, nil, req.Seed)}
+	ereq.TopLogprobs, _ = completionLogprobsField(req.Logprobs) // checked above
+	ereq.Logprobs = ereq.TopLogprobs > 0
 	if req.MaxTokens != nil {
 		ereq.MaxTokens = *req.MaxTokens
 	}
@@ -145,6 +148,10 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 		s.openAIFail(w, r, model, http.StatusNotFound, fmt.Errorf("model %q not found: GET /v1/models lists what the model dirs hold", model))
 		return
 	}
+	if err := checkCPUOnly(e, ereq, ""); err != nil {
+		s.openAIFail(w, r, model, http.StatusBadRequest, err)
+		return
+	}
 	l, err := s.sched.Acquire(r.Context(), e, ka)
 	if err != nil {
 		s.openAIFail(w, r, model, httpStatus(err), err)
@@ -158,23 +165,37 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 	if !chat {
 		id, object = newID("cmpl-"), "text_completion"
 	}
-	chunk := func(text *string, finish *string) any {
+	var legacy legacyLogprobs // completions: text_offset runs across chunks
+	// chunk is a stream event; a content chunk carries the log-probabilities
+	// of the tokens its text completes when they were asked for.
+	chunk := func(text *string, finish *string, lps []engine.TokenLogprob) any {
 		if chat {
 			c := api.ChatCompletionChunk{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
 				Choices: []api.ChunkChoice{{Delta: api.Delta{Content: text}, FinishReason: finish}}}
+			if ereq.Logprobs && text != nil {
+				c.Choices[0].Logprobs = &api.ChatLogprobs{Content: chatLogprobs(lps)}
+			}
 			return c
 		}
-		t := ""
+		c := api.Completion{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
+			Choices: []api.CompletionChoice{{FinishReason: finish}}}
 		if text != nil {
-			t = *text
+			c.Choices[0].Text = *text
+			if ereq.Logprobs && finish == nil {
+				c.Choices[0].Logprobs = legacy.add(lps)
+			}
 		}
-		return api.Completion{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
-			Choices: []api.CompletionChoice{{Text: t, FinishReason: finish}}}
+		return c
 	}
 
 	if !stream {
 		var out strings.Builder
-		res, err := s.run(r.Context(), l, ereq, func(t string) error { out.WriteString(t); return nil })
+		var lps []engine.TokenLogprob
+		res, err := s.run(r.Context(), l, ereq, func(t engine.Token) error {
+			out.WriteString(t.Text)
+			lps = append(lps, t.Logprobs...)
+			return nil
+		})
 		if err != nil {
 			s.openAIFail(w, r, model, httpStatus(err), err)
 			return
@@ -183,14 +204,21 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 		usage := s.usage(res, l, start)
 		note(r, model, http.StatusOK)
 		if chat {
+			choice := api.ChatChoice{Message: api.ResponseMessage{Role: "assistant", Content: out.String()}, FinishReason: res.FinishReason}
+			if ereq.Logprobs {
+				choice.Logprobs = &api.ChatLogprobs{Content: chatLogprobs(lps)}
+			}
 			writeJSON(w, http.StatusOK, api.ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: model,
-				SystemFingerprint: fingerprint, Usage: usage,
-				Choices: []api.ChatChoice{{Message: api.ResponseMessage{Role: "assistant", Content: out.String()}, FinishReason: res.FinishReason}}})
+				SystemFingerprint: fingerprint, Usage: usage, Choices: []api.ChatChoice{choice}})
 			return
 		}
 		f := res.FinishReason
+		choice := api.CompletionChoice{Text: out.String(), FinishReason: &f}
+		if ereq.Logprobs {
+			choice.Logprobs = legacy.add(lps)
+		}
 		writeJSON(w, http.StatusOK, api.Completion{ID: id, Object: "text_completion", Created: created, Model: model,
-			SystemFingerprint: fingerprint, Usage: usage, Choices: []api.CompletionChoice{{Text: out.String(), FinishReason: &f}}})
+			SystemFingerprint: fingerprint, Usage: usage, Choices: []api.CompletionChoice{choice}})
 		return
 	}
 
@@ -202,7 +230,7 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 			return
 		}
 	}
-	res, err := s.run(r.Context(), l, ereq, func(t string) error { return sw.send(chunk(&t, nil)) })
+	res, err := s.run(r.Context(), l, ereq, func(t engine.Token) error { return sw.send(chunk(&t.Text, nil, t.Logprobs)) })
 	if err != nil {
 		code := httpStatus(err)
 		note(r, model, code)
@@ -216,9 +244,9 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 	s.record(e, res)
 	f := res.FinishReason
 	if chat {
-		sw.send(chunk(nil, &f))
+		sw.send(chunk(nil, &f, nil))
 	} else {
-		sw.send(chunk(new(string), &f))
+		sw.send(chunk(new(string), &f, nil))
 	}
 	if includeUsage {
 		usage := s.usage(res, l, start)

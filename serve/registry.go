@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,8 +29,9 @@ const (
 // Entry is one servable model: where it is, which lane runs it, and what
 // /api/tags says about it before it is loaded.
 type Entry struct {
-	Name          string // "name:latest"
-	Path          string // directory, file, or upstream.Path(name)
+	Name          string   // "name:latest"
+	Aliases       []string // other names Lookup accepts ("org/name:latest" for a Hub repo)
+	Path          string   // directory, file, or upstream.Path(name)
 	Lane          string
 	Engine        string // engine that loads it, when not the lane's own ("upstream" on a shared lane)
 	Size          int64  // bytes it will hold while loaded (estimate until loaded)
@@ -43,49 +45,57 @@ type Entry struct {
 // Registry is the set of models found in the model directories plus the
 // configured upstreams. Rescan picks up models added while serving.
 type Registry struct {
-	dirs      []string
+	specs     []modelSpec
 	upstreams []upstream.Config
 
 	mu      sync.RWMutex
 	entries map[string]*Entry
+	aliases map[string]*Entry
 	warn    []string
 }
 
-// NewRegistry scans dirs once.
+// NewRegistry scans dirs once. Each is a --models value: a directory of
+// models, one model, or NAME=PATH (see ParseModelSpec).
 func NewRegistry(dirs []string, ups []upstream.Config) *Registry {
-	r := &Registry{dirs: dirs, upstreams: ups}
+	r := &Registry{specs: parseSpecs(dirs), upstreams: ups}
 	r.Rescan()
 	return r
 }
 
 // Rescan rebuilds the model list from disk.
 func (r *Registry) Rescan() {
-	entries := map[string]*Entry{}
+	entries, aliases := map[string]*Entry{}, map[string]*Entry{}
 	var warn []string
 	add := func(e *Entry) {
 		if old, dup := entries[e.Name]; dup {
-			warn = append(warn, fmt.Sprintf("%s and %s are both named %q; serving the first", old.Path, e.Path, e.Name))
+			warn = append(warn, fmt.Sprintf("%s and %s are both named %q; serving the first (name one with --models NAME=PATH)", old.Path, e.Path, e.Name))
 			return
 		}
 		entries[e.Name] = e
-	}
-	for _, d := range r.dirs {
-		if e := probe(d); e != nil {
-			add(e)
-			continue
+		for _, a := range e.Aliases {
+			if _, taken := aliases[a]; !taken {
+				aliases[a] = e
+			}
 		}
+	}
+	// scanDir adds the models in d and one level below (a folder holding a
+	// .gguf / .h1b, or a Hub cache's models--ORG--NAME folder).
+	scanDir := func(d string) {
 		ents, err := os.ReadDir(d)
 		if err != nil {
 			warn = append(warn, fmt.Sprintf("models dir %s: %v", d, err))
-			continue
+			return
 		}
 		for _, de := range ents {
 			p := filepath.Join(d, de.Name())
+			if snap, ok := hubRepoSnapshot(p); ok && de.IsDir() {
+				p = snap
+			}
 			if e := probe(p); e != nil {
 				add(e)
 				continue
 			}
-			if de.IsDir() { // one level down: a folder holding a .gguf / .h1b
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 				sub, _ := os.ReadDir(p)
 				for _, s := range sub {
 					if e := probe(filepath.Join(p, s.Name())); e != nil && !s.IsDir() {
@@ -93,6 +103,24 @@ func (r *Registry) Rescan() {
 					}
 				}
 			}
+		}
+	}
+	for _, sp := range r.specs {
+		d := sp.path
+		if snap, ok := hubRepoSnapshot(d); ok {
+			d = snap // a models--ORG--NAME folder: its current snapshot
+		}
+		e := probe(d)
+		switch {
+		case sp.name != "" && e == nil:
+			warn = append(warn, fmt.Sprintf("--models %s=%s: %s is not one model (a checkpoint dir, .gguf, .h1b or compiled model dir); NAME=PATH names a single model", sp.name, sp.path, sp.path))
+		case sp.name != "":
+			e.Name, e.Aliases = canonical(sp.name), nil
+			add(e)
+		case e != nil:
+			add(e)
+		default:
+			scanDir(d)
 		}
 	}
 	for _, u := range r.upstreams {
@@ -104,8 +132,14 @@ func (r *Registry) Rescan() {
 			Modified: time.Now(), Digest: digest(upstream.Path(u.Name), 0, time.Time{}), ContextLength: u.ContextLength,
 			Details: api.ModelDetails{Format: "upstream", Families: []string{}}})
 	}
+	for a, e := range aliases {
+		if _, isName := entries[a]; isName {
+			delete(aliases, a) // a model's own name wins over another's alias
+			e.Aliases = slices.DeleteFunc(e.Aliases, func(s string) bool { return s == a })
+		}
+	}
 	r.mu.Lock()
-	r.entries, r.warn = entries, warn
+	r.entries, r.aliases, r.warn = entries, aliases, warn
 	r.mu.Unlock()
 }
 
@@ -116,8 +150,8 @@ func (r *Registry) Warnings() []string {
 	return append([]string(nil), r.warn...)
 }
 
-// Lookup finds a model by name, with or without ":latest". A miss triggers
-// one rescan, so models copied in while serving are found.
+// Lookup finds a model by name or alias, with or without ":latest". A miss
+// triggers one rescan, so models copied in while serving are found.
 func (r *Registry) Lookup(name string) (*Entry, bool) {
 	if e, ok := r.get(name); ok {
 		return e, true
@@ -129,7 +163,11 @@ func (r *Registry) Lookup(name string) (*Entry, bool) {
 func (r *Registry) get(name string) (*Entry, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	e, ok := r.entries[canonical(name)]
+	n := canonical(name)
+	if e, ok := r.entries[n]; ok {
+		return e, true
+	}
+	e, ok := r.aliases[n]
 	return e, ok
 }
 
@@ -176,7 +214,7 @@ func probe(path string) *Entry {
 	if err != nil {
 		return nil
 	}
-	e := &Entry{Name: nameFor(path), Path: path, Modified: fi.ModTime()}
+	e := &Entry{Path: path, Modified: fi.ModTime()}
 	switch {
 	case !fi.IsDir() && strings.HasSuffix(path, ".gguf"):
 		e.Lane, e.Size = LaneCPU, fi.Size()
@@ -204,6 +242,7 @@ func probe(path string) *Entry {
 	default:
 		return nil
 	}
+	e.Name, e.Aliases = foundName(path, fi.IsDir()) // only for models: it may read a manifest
 	e.Digest = digest(path, e.Size, e.Modified)
 	return e
 }

@@ -57,9 +57,9 @@ func runDoctor(ctx context.Context, io *cli.IO, o *doctorOptions) error {
 		}
 	} else {
 		verdictColor := map[string]string{"pass": cli.Green, "fixable": cli.Yellow, "blocked": cli.Red}[r.Verdict]
-		io.Printf("%s (target %s): %s\n", r.Path, r.Target, io.Color(verdictColor, r.Verdict))
+		io.Printf("%s (target %s): %s\n", r.Path, r.Target, io.ColorOut(verdictColor, r.Verdict))
 		for _, f := range r.Findings {
-			io.Printf("  %s %-20s %s\n", io.Color(severityColor[f.Severity], fmt.Sprintf("%-9s", f.Severity)), f.ID, f.Message)
+			io.Printf("  %s %-20s %s\n", io.ColorOut(severityColor[f.Severity], fmt.Sprintf("%-9s", f.Severity)), f.ID, f.Message)
 			io.Printf("  %-9s %-20s evidence: %s\n", "", "", f.Evidence)
 			if f.Fix != "" {
 				io.Printf("  %-9s %-20s fix: %s\n", "", "", f.Fix)

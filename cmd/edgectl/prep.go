@@ -57,7 +57,8 @@ Exit codes: 0 ok, 1 bad input, 2 usage, 4 the model cannot take this target,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Target, "target", "", "what to build: "+strings.Join(prep.Targets, ", "))
-	f.StringVarP(&o.Out, "out", "o", "", "artifact directory to write")
+	f.StringVarP(&o.Out, "output", "o", "", "artifact directory to write")
+	deprecatedAlias(io, f, "out", "output")
 	f.StringVar(&o.Format, "format", "", "packing: tq2_0|tq1_0 (gguf), sherry|halo2|tq1h (h1b), s4|s8 weight type (ax650)")
 	f.IntVar(&o.KVCacheLen, "kv-cache-len", 0, "ax650: KV-cache length, normalized to 128·k−1 (default 2047)")
 	f.IntVar(&o.eos, "eos", 0, "the token id that replaces an eos_token_id array")
@@ -70,7 +71,7 @@ Exit codes: 0 ok, 1 bad input, 2 usage, 4 the model cannot take this target,
 	f.StringVar(&o.Push, "push", "", "push OUT/ to this OCI reference when done (REGISTRY/REPO:TAG)")
 	f.BoolVar(&o.Insecure, "insecure", false, "allow plain HTTP to the --push registry")
 	_ = cmd.MarkFlagRequired("target")
-	_ = cmd.MarkFlagRequired("out")
+	_ = cmd.MarkFlagRequired("output")
 	return cmd
 }
 

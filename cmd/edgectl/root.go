@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,16 +13,18 @@ import (
 // run executes edgectl with args and returns the process exit code. Tests call
 // it directly with an IO over buffers.
 func run(ctx context.Context, io *cli.IO, args []string) int {
-	root := newRootCmd(io)
+	return execute(ctx, io, newRootCmd(io), args)
+}
+
+// execute runs root with args and turns its error into an exit code: the
+// code the error carries (cli.CodeOf), never one guessed from its text.
+func execute(ctx context.Context, io *cli.IO, root *cobra.Command, args []string) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return cli.ExitOK
 	}
-	code := cli.CodeOf(err)
-	if isUsageError(err) {
-		code = cli.ExitUsage
-	}
+	code := cli.CodeOf(err) // usage errors are typed where cobra makes them (usage.go)
 	var silent *silentError
 	if !errors.As(err, &silent) {
 		if io.JSON {
@@ -41,24 +42,6 @@ type silentError struct{ code int }
 func (e *silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 func (e *silentError) ExitCode() int { return e.code }
 
-// isUsageError recognizes cobra's own argument and flag errors, which it
-// returns as plain errors.
-func isUsageError(err error) bool {
-	var ee *cli.Error
-	if errors.As(err, &ee) {
-		return ee.Code == cli.ExitUsage
-	}
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag",
-		"accepts ", "requires at least", "requires at most", "invalid argument",
-		"flag needs an argument", "required flag", "if any flags in the group"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
-}
-
 func newRootCmd(io *cli.IO) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "edgectl",
@@ -68,9 +51,12 @@ NPU toolchains fail, packs ternary and int4 weights, drives the Axera pulsar2
 compiler, and serves the result over OpenAI- and Ollama-compatible APIs.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			io.Settle()
+			return validateFlags(cmd)
 		},
+		Args: cobra.ArbitraryArgs, // so cobra leaves unknown commands to RunE
+		RunE: rootRun,
 	}
 	root.PersistentFlags().BoolVar(&io.JSON, "json", false, "machine-readable output on stdout (logs stay on stderr)")
 	root.PersistentFlags().BoolVarP(&io.Quiet, "quiet", "q", false, "no logs or progress bars")
@@ -82,6 +68,7 @@ compiler, and serves the result over OpenAI- and Ollama-compatible APIs.`,
 	for _, add := range commands {
 		root.AddCommand(add(io))
 	}
+	typeArgErrors(root)
 	return root
 }
 

@@ -45,12 +45,15 @@ func newRunCmd(io *cli.IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run MODEL [PROMPT]",
 		Short: "Run a model on the CPU: one prompt, or an interactive chat",
-		Long: `Run loads MODEL (a Hugging Face checkpoint directory, a .gguf or a .h1b file)
-into edgectl's built-in CPU engine and generates text, streaming it to stdout.
+		Long: `Run loads MODEL (a Hugging Face checkpoint directory, a .gguf or a .h1b file,
+or a Hub id ORG/NAME[@REV]: taken from the Hugging Face cache, pulled into it
+when missing unless HF_HUB_OFFLINE=1) into edgectl's built-in CPU engine and
+generates text, streaming it to stdout.
 With PROMPT it answers once; without, it reads one user turn per line from
 stdin and keeps the conversation. Models with a chat template are prompted
 through it (--raw sends the text as is). Timing goes to stderr at the end.`,
 		Example: `  edgectl run ./tinystories "Once upon a time" -n 100
+  edgectl run Qwen/Qwen3-0.6B "Why is the sky blue?"
   edgectl run model.gguf --temperature 0.7 --seed 1
   echo "What is 2+2?" | edgectl run ./qwen3 --json`,
 		Args: cobra.RangeArgs(1, 2),
@@ -104,13 +107,20 @@ func runRun(ctx context.Context, io *cli.IO, opts *runOptions) error {
 	if opts.Context < 0 {
 		return cli.Usagef("--ctx must be ≥ 0 (got %d)", opts.Context)
 	}
+	path, err := resolveModel(ctx, io, opts.Model) // a Hub id: from the HF cache, pulled when missing
+	if err != nil {
+		return err
+	}
 	loadStart := time.Now()
-	m, err := cpu.New().Load(ctx, opts.Model, engine.LoadOptions{ContextLength: opts.Context, Threads: opts.Threads, Mmap: opts.Mmap, Head: opts.Head})
+	m, err := cpu.New().Load(ctx, path, engine.LoadOptions{ContextLength: opts.Context, Threads: opts.Threads, Mmap: opts.Mmap, Head: opts.Head})
 	if err != nil {
 		return cli.Exit(cli.ExitError, err)
 	}
 	defer m.Close()
 	info := m.Info()
+	if path != opts.Model {
+		info.Name = opts.Model // the Hub id, not the snapshot's commit hash
+	}
 	io.Logf("loaded %s (%s %s, %s, context %d tokens) in %s", info.Name, info.Architecture, info.Quantization, info.Format,
 		info.ContextLength, time.Since(loadStart).Round(time.Millisecond))
 	sess, err := m.NewSession()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +14,6 @@ import (
 	"github.com/edgectl/edgectl/engine/upstream"
 	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/serve"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 func init() { register(newServeCmd) }
@@ -42,7 +39,9 @@ type serveOptions struct {
 	changed func(string) bool
 }
 
-func newServeCmd(io *cli.IO) *cobra.Command {
+func newServeCmd(io *cli.IO) *cobra.Command { return newServeCmdWith(io, runServe) }
+
+func newServeCmdWith(io *cli.IO, runF func(context.Context, *cli.IO, *serveOptions) error) *cobra.Command {
 	opts := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -60,23 +59,23 @@ told otherwise; a non-loopback --addr needs --api-key.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.changed = cmd.Flags().Changed
-			return runServe(cmd.Context(), io, opts)
+			return runF(cmd.Context(), io, opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&opts.Models, "models", nil, "directory of models, or one model (repeatable)")
-	f.StringVar(&opts.Addr, "addr", "127.0.0.1:11434", "listen address")
-	f.StringVar(&opts.APIKey, "api-key", os.Getenv("EDGECTL_API_KEY"), "require Authorization: Bearer KEY on every route but /health (env EDGECTL_API_KEY)")
+	f.StringArrayVar(&opts.Models, "models", nil, "directory of models, one model, NAME=PATH, or a Hub id ORG/NAME[@REV] (repeatable)")
+	f.StringVar(&opts.Addr, "addr", "127.0.0.1:11434", "listen address (env EDGECTL_HOST)")
+	f.StringVar(&opts.APIKey, "api-key", "", "require Authorization: Bearer KEY on every route but /health (env EDGECTL_API_KEY)")
 	f.StringVar(&opts.Config, "config", "", "JSON config file: lanes, upstreams, vendor runtime (see docs/serve.md)")
-	f.StringVar(&opts.KeepAlive, "keep-alive", "5m", "default time an idle model stays loaded (-1: forever, 0: unload after each request)")
+	f.StringVar(&opts.KeepAlive, "keep-alive", "5m", "default time an idle model stays loaded (-1: forever, 0: unload after each request; env EDGECTL_KEEP_ALIVE)")
 	f.IntVar(&opts.MaxQueue, "max-queue", 64, "requests that may wait for a slot or a load before 503")
 	f.DurationVar(&opts.Watchdog, "watchdog", 120*time.Second, "kill and restart a backend that produces no token for this long")
 	f.StringVar(&opts.Axllm, "axllm", "axllm", "the ax-llm runtime binary for compiled model directories")
 	f.Int64Var(&opts.NPUBudget, "npu-budget-mb", 7040, "NPU (CMM) memory the axcl lane may fill with models")
 	f.Int64Var(&opts.CPUBudget, "cpu-budget-mb", 0, "RAM the cpu lane may fill with models (0: up to 3 models)")
 	f.IntVar(&opts.Context, "ctx", 0, "context window in tokens of each cpu-lane model (0: the model's own, bounded by memory)")
-	f.StringSliceVar(&opts.Origins, "origins", envList("EDGECTL_ORIGINS"), "browser origins allowed besides local pages, comma-separated; * wildcards (env EDGECTL_ORIGINS)")
-	f.StringSliceVar(&opts.AllowedHosts, "allowed-hosts", envList("EDGECTL_ALLOWED_HOSTS"), "Host names accepted without --api-key besides loopback ones, comma-separated (env EDGECTL_ALLOWED_HOSTS)")
+	f.StringSliceVar(&opts.Origins, "origins", nil, "browser origins allowed besides local pages, comma-separated; * wildcards (env EDGECTL_ORIGINS)")
+	f.StringSliceVar(&opts.AllowedHosts, "allowed-hosts", nil, "Host names accepted without --api-key besides loopback ones, comma-separated (env EDGECTL_ALLOWED_HOSTS)")
 	f.StringVar(&opts.MaxBody, "max-body", "8MiB", "largest request body; larger ones get 413")
 	f.DurationVar(&opts.BodyTimeout, "body-timeout", 30*time.Second, "time a client has to send a request body; slower ones get 408")
 	return cmd
@@ -91,72 +90,22 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 		}
 		fc = c
 	}
-	changed := opts.changed
-	if changed == nil {
-		changed = func(string) bool { return false }
-	}
-	models := fc.Models
-	if len(opts.Models) > 0 {
-		models = opts.Models
-	}
-	addr := opts.Addr
-	if fc.Addr != "" && !changed("addr") {
-		addr = fc.Addr
-	}
-	key := opts.APIKey
-	if fc.APIKey != "" && key == "" {
-		key = fc.APIKey
-	}
-	if err := serve.CheckAddr(addr, key); err != nil {
-		return cli.Exit(cli.ExitUsage, err)
-	}
-	keepAlive, err := api.ParseKeepAlive(opts.KeepAlive)
+	// flags > --config > environment > defaults, for every setting
+	st, err := resolveServe(opts, fc)
 	if err != nil {
-		return cli.Usagef("--keep-alive: %v", err)
+		return err
 	}
-	if fc.KeepAlive != nil && !changed("keep-alive") {
-		keepAlive = fc.KeepAlive.Duration
-	}
-	if keepAlive == 0 {
-		keepAlive = serve.KeepAliveNone
-	}
-	maxQueue := opts.MaxQueue
-	if fc.MaxQueue > 0 && !changed("max-queue") {
-		maxQueue = fc.MaxQueue
-	}
-	watchdog := opts.Watchdog
-	if fc.Watchdog != "" && !changed("watchdog") {
-		watchdog, _ = time.ParseDuration(fc.Watchdog)
-	}
+	models, addr, key, keepAlive, maxQueue, watchdog := st.Models, st.Addr, st.APIKey, st.KeepAlive, st.MaxQueue, st.Watchdog
 	if len(models) == 0 && len(fc.Upstreams) == 0 {
-		return cli.Usagef("nothing to serve: give --models DIR (or models/upstreams in --config)")
+		return cli.Usagef("nothing to serve: give --models DIR (or models/upstreams in --config, or EDGECTL_MODELS)")
 	}
-	for _, d := range models {
-		if _, err := os.Stat(d); err != nil {
-			return cli.Usagef("--models %s: %v", d, err)
-		}
+	// Hub ids among the models: from the HF cache, pulled when missing.
+	models, err = resolveModelSpecs(ctx, io, models)
+	if err != nil {
+		return err
 	}
 
-	lanes := serve.DefaultLanes()
-	l := lanes[serve.LaneAxcl]
-	l.BudgetMB = opts.NPUBudget
-	lanes[serve.LaneAxcl] = l
-	if opts.CPUBudget > 0 {
-		l := lanes[serve.LaneCPU]
-		l.BudgetMB, l.MaxLoaded = opts.CPUBudget, 0
-		lanes[serve.LaneCPU] = l
-	}
-	for name, lc := range fc.Lanes {
-		lanes[name] = lc
-	}
-	if opts.Context < 0 {
-		return cli.Usagef("--ctx must be ≥ 0 (got %d)", opts.Context)
-	}
-	if opts.Context > 0 {
-		l := lanes[serve.LaneCPU]
-		l.Context = opts.Context
-		lanes[serve.LaneCPU] = l
-	}
+	lanes := st.Lanes
 	maxBody, err := serve.ParseSize(opts.MaxBody)
 	if err != nil {
 		return cli.Usagef("--max-body: %v", err)
@@ -164,7 +113,7 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 	if opts.BodyTimeout <= 0 {
 		return cli.Usagef("--body-timeout must be > 0 (got %v)", opts.BodyTimeout)
 	}
-	allowedHosts := opts.AllowedHosts
+	allowedHosts := st.AllowedHosts
 	if h, _, err := net.SplitHostPort(addr); err == nil && h != "" {
 		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
 			allowedHosts = append(allowedHosts, h) // the name the server was told to listen on
@@ -194,7 +143,7 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 		Watchdog:  watchdog,
 		Logf:      logf,
 
-		Origins:      opts.Origins,
+		Origins:      st.Origins,
 		AllowedHosts: allowedHosts,
 		MaxBody:      maxBody,
 		BodyTimeout:  opts.BodyTimeout,
@@ -220,15 +169,4 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 	io.Event(map[string]any{"event": "stopped"})
 	logf("stopped")
 	return nil
-}
-
-// envList splits a comma-separated environment variable ("" → none).
-func envList(name string) []string {
-	var out []string
-	for _, v := range strings.Split(os.Getenv(name), ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }

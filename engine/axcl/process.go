@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 // Model is one running vendor runtime process.
@@ -97,7 +98,7 @@ func (m *Model) start(ctx context.Context) error {
 
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = m.dir
-	cmd.Env = append(os.Environ(), m.opts.Env...)
+	cmd.Env = envconfig.ChildEnv(m.opts.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := cmd.Start(); err != nil {

@@ -1,11 +1,11 @@
 package cpu
 
-import "os"
+import "github.com/edgectl/edgectl/internal/envconfig"
 
 // kernelName says which kernels run ("go", "avx2"); reported by benchmarks.
 var kernelName = "go"
 
-func pureGoEnv() bool { return os.Getenv("EDGECTL_PUREGO") == "1" }
+func pureGoEnv() bool { return envconfig.PureGo.Get() }
 
 // readSum loads every cache line of b as fast as a core can; benchmarks use
 // it to measure read bandwidth. SIMD where available.

@@ -4,12 +4,12 @@ package cpu
 
 import (
 	"encoding/binary"
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
 	"github.com/edgectl/edgectl/format/half"
+	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 //go:noescape
@@ -156,7 +156,7 @@ func init() {
 			}
 		}
 	}
-	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && os.Getenv("EDGECTL_NO_AVX512") != "1" {
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && !envconfig.NoAVX512.Get() {
 		kernelName = "avx512"
 		i2Permuted = true
 		i2RowsScaled, i2Dot4x2 = nil, nil // the AVX2 ones read q unpermuted

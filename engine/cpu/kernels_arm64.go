@@ -4,12 +4,12 @@ package cpu
 
 import (
 	"encoding/binary"
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
 	"github.com/edgectl/edgectl/format/half"
+	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 //go:noescape
@@ -88,7 +88,7 @@ func neonProbe(op int, d, n, m *[16]byte)
 // Cortex-A53 runs) on a CPU that has it.
 var (
 	hasNEON = !pureGoEnv()
-	hasSDOT = cpu.ARM64.HasASIMDDP && os.Getenv("EDGECTL_NO_DOTPROD") != "1"
+	hasSDOT = cpu.ARM64.HasASIMDDP && !envconfig.NoDotProd.Get()
 )
 
 // i2MaxBlocksSDOT bounds the row length of the SDOT I2 kernel: its ×4 and

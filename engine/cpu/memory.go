@@ -1,10 +1,10 @@
 package cpu
 
 import (
-	"os"
 	"sync"
 
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 // Weight placement. Packed weights and float matrices are copied out of the
@@ -15,7 +15,7 @@ import (
 // read rate. The copy costs the same resident memory the mapping would
 // (its own pages are released as soon as they are copied), so memory stays
 // proportional to the model, not to the file handling.
-var useMmap = os.Getenv("EDGECTL_MMAP") == "1"
+var useMmap = envconfig.Mmap.Get()
 
 // maxUnmappedReserve is the largest KV cache reserved in Go memory where
 // an address-space reservation is not available: Go memory is committed
@@ -62,7 +62,7 @@ func (a *arena) Close() error {
 // whose layers are ternary — their activations are int8 already, and for
 // BitNet-2B the F16 tied head is 55% of the bytes a decode step reads —
 // and float otherwise.
-var headQuant = os.Getenv("EDGECTL_HEAD")
+var headQuant = envconfig.Head.Get()
 
 func (m *model) headQ8(head string) bool {
 	if head == "" {

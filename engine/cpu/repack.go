@@ -3,9 +3,9 @@ package cpu
 import (
 	"encoding/binary"
 	"math"
-	"os"
 
 	"github.com/edgectl/edgectl/format/half"
+	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 // The "I2" layout: TQ2_0's bit order (byte 32j+m of a 256-weight block
@@ -17,7 +17,7 @@ import (
 // TQ1_0/TQ2_0 rows whose blocks all share one d (as BitNet's per-tensor α
 // gives). Weights stay packed at 2 bits; none is expanded to a float.
 // EDGECTL_NATIVE_PACKING=1 keeps every matrix in its file layout.
-var nativePacking = os.Getenv("EDGECTL_NATIVE_PACKING") == "1"
+var nativePacking = envconfig.NativePacking.Get()
 
 const i2Block = 64
 
@@ -84,7 +84,7 @@ func i2Interleave(rows int) bool {
 }
 
 // plainI2 (EDGECTL_I2_PLAIN=1) keeps the I2 rows plain, to compare.
-var plainI2 = os.Getenv("EDGECTL_I2_PLAIN") == "1"
+var plainI2 = envconfig.I2Plain.Get()
 
 // i2x4Offset is where row r's block 0 starts in an I2x4 matrix of nb
 // blocks per row.

@@ -85,6 +85,17 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 		return res, fmt.Errorf("%w: the prompt is %d tokens and the context window is %d; shorten the conversation or load the model with a larger context length",
 			engine.ErrContextFull, len(ids), ctxLen)
 	}
+	maxTokens := req.MaxTokens
+	if lim := req.ContextLimit; lim > 0 && lim < ctxLen {
+		// The request's own context: prompt and output within lim.
+		if len(ids) >= lim {
+			return res, fmt.Errorf("%w: the prompt is %d tokens and the request limits the context to %d tokens; shorten the conversation or raise the limit",
+				engine.ErrContextFull, len(ids), lim)
+		}
+		if room := lim - len(ids); maxTokens <= 0 || maxTokens > room {
+			maxTokens = room
+		}
+	}
 	// Reuse the cached prefix this conversation already computed.
 	keep := 0
 	for keep < len(s.tokens) && keep < len(ids)-1 && s.tokens[keep] == ids[keep] {
@@ -112,7 +123,11 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 	out := newStopper(req.Stop, emit)
 	decodeStart := time.Now()
 	history := append([]int(nil), ids...)
+	var lps *sample.Logprobs
 	for {
+		if req.Logprobs { // from the raw logits, before Sample changes them
+			lps = sample.NewLogprobs(logits, min(req.TopLogprobs, engine.MaxTopLogprobs), lps)
+		}
 		id := smp.Sample(logits, history)
 		if eos[id] {
 			res.FinishReason = engine.FinishStop
@@ -120,7 +135,11 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 		}
 		res.CompletionTokens++
 		history = append(history, id)
-		stop, err := out.push(id, s.m.tok.Piece(id), s.m.tok.IsSpecial(id))
+		var lp *engine.TokenLogprob
+		if req.Logprobs {
+			lp = s.tokenLogprob(lps, id)
+		}
+		stop, err := out.push(id, s.m.tok.Piece(id), s.m.tok.IsSpecial(id), lp)
 		if res.CompletionTokens == 1 {
 			res.TTFT = time.Since(start)
 		}
@@ -132,7 +151,7 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 			res.FinishReason = engine.FinishStop
 			break
 		}
-		if req.MaxTokens > 0 && res.CompletionTokens >= req.MaxTokens {
+		if maxTokens > 0 && res.CompletionTokens >= maxTokens {
 			res.FinishReason = engine.FinishLength
 			break
 		}
@@ -161,6 +180,19 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 	return res, nil
 }
 
+// tokenLogprob is the report for a generated token: its log-probability
+// and the most likely tokens at its position.
+func (s *session) tokenLogprob(lps *sample.Logprobs, id int) *engine.TokenLogprob {
+	entry := func(id int) engine.Logprob {
+		return engine.Logprob{ID: id, Bytes: append([]byte{}, s.m.tok.Piece(id)...), Logprob: lps.Of(id)}
+	}
+	lp := &engine.TokenLogprob{Logprob: entry(id)}
+	for _, t := range lps.Top() {
+		lp.Top = append(lp.Top, entry(t))
+	}
+	return lp
+}
+
 // checkLogits refuses NaN logits, which no sampler can rank: they come
 // from NaN or infinite weights, and would otherwise turn into one
 // arbitrary token after another.
@@ -174,13 +206,41 @@ func checkLogits(logits []float32, pos int) error {
 }
 
 // stopper streams token text, holding back bytes that may be the start of
-// a stop string or an incomplete UTF-8 sequence.
+// a stop string or an incomplete UTF-8 sequence. Log-probabilities travel
+// with the text: a token's entry goes out with the emit that completes its
+// text (see engine.Token.Logprobs).
 type stopper struct {
 	stops   []string
 	emit    func(engine.Token) error
 	pending []byte
+	lps     []pendingLogprob
 	lastID  int
 	done    bool
+}
+
+// pendingLogprob is a token's entry and its bytes' range in pending (start
+// is negative once part of the token has been emitted).
+type pendingLogprob struct {
+	lp         engine.TokenLogprob
+	start, end int
+}
+
+// release takes the entries keep accepts, in order, and shifts the rest's
+// ranges by the cut bytes that leave pending.
+func (o *stopper) release(keep func(p pendingLogprob) bool, cut int) []engine.TokenLogprob {
+	var out []engine.TokenLogprob
+	rest := o.lps[:0]
+	for _, p := range o.lps {
+		if keep(p) {
+			out = append(out, p.lp)
+			continue
+		}
+		p.start -= cut
+		p.end -= cut
+		rest = append(rest, p)
+	}
+	o.lps = rest
+	return out
 }
 
 func newStopper(stops []string, emit func(engine.Token) error) *stopper {
@@ -193,10 +253,14 @@ func newStopper(stops []string, emit func(engine.Token) error) *stopper {
 	return &stopper{stops: ss, emit: emit}
 }
 
-// push adds a token's bytes; it reports whether a stop string was seen.
-func (o *stopper) push(id int, piece []byte, special bool) (bool, error) {
+// push adds a token's bytes and its log-probabilities (nil: not asked
+// for); it reports whether a stop string was seen.
+func (o *stopper) push(id int, piece []byte, special bool, lp *engine.TokenLogprob) (bool, error) {
 	if special {
 		piece = nil // control tokens are not text
+	}
+	if lp != nil {
+		o.lps = append(o.lps, pendingLogprob{lp: *lp, start: len(o.pending), end: len(o.pending) + len(piece)})
 	}
 	o.pending = append(o.pending, piece...)
 	o.lastID = id
@@ -204,8 +268,11 @@ func (o *stopper) push(id int, piece []byte, special bool) (bool, error) {
 	for _, s := range o.stops {
 		if i := strings.Index(text, s); i >= 0 {
 			o.done = true
-			if i > 0 {
-				return true, o.emit(engine.Token{ID: id, Text: strings.ToValidUTF8(text[:i], "\uFFFD")})
+			// Tokens that begin before the stop string are reported
+			// (their visible part is output); the rest are cut.
+			lps := o.release(func(p pendingLogprob) bool { return p.start < i || p.end <= i }, 0)
+			if i > 0 || len(lps) > 0 {
+				return true, o.emit(engine.Token{ID: id, Text: strings.ToValidUTF8(text[:i], "\uFFFD"), Logprobs: lps})
 			}
 			return true, nil
 		}
@@ -230,15 +297,17 @@ func (o *stopper) push(id int, piece []byte, special bool) (bool, error) {
 	}
 	chunk := text[:cut]
 	o.pending = append(o.pending[:0], text[cut:]...)
-	return false, o.emit(engine.Token{ID: id, Text: strings.ToValidUTF8(chunk, "\uFFFD")})
+	lps := o.release(func(p pendingLogprob) bool { return p.end <= cut }, cut)
+	return false, o.emit(engine.Token{ID: id, Text: strings.ToValidUTF8(chunk, "\uFFFD"), Logprobs: lps})
 }
 
 // flush emits what is still held back at the end of generation.
 func (o *stopper) flush() error {
-	if o.done || len(o.pending) == 0 {
+	if o.done || len(o.pending) == 0 && len(o.lps) == 0 {
 		return nil
 	}
 	t := strings.ToValidUTF8(string(o.pending), "\uFFFD")
 	o.pending = o.pending[:0]
-	return o.emit(engine.Token{ID: -1, Text: t})
+	lps := o.release(func(pendingLogprob) bool { return true }, 0)
+	return o.emit(engine.Token{ID: -1, Text: t, Logprobs: lps})
 }

@@ -1,5 +1,6 @@
 // Package sample picks the next token from logits: greedy, or temperature
-// sampling narrowed by top-k, top-p and min-p, with a repetition penalty.
+// sampling narrowed by top-k, top-p and min-p, after the repetition,
+// frequency and presence penalties; and the log-probabilities serve reports.
 // A Sampler with a seed is deterministic.
 package sample
 
@@ -26,8 +27,10 @@ type Sampler struct {
 	temp       float64
 	topK       int
 	topP, minP float64
-	penalty    float64
+	penalty    float64 // repetition (CTRL), 0 or 1: off
+	freq, pres float64 // frequency and presence penalties, 0: off
 	lastN      int
+	counts     map[int]int
 	rng        *rand.Rand
 	idx        []int
 	probs      []float64
@@ -36,7 +39,7 @@ type Sampler struct {
 // New builds a sampler. A nil Temperature means the default; 0 is greedy.
 func New(s engine.Sampling) *Sampler {
 	p := &Sampler{temp: DefaultTemperature, topK: s.TopK, topP: s.TopP, minP: s.MinP,
-		penalty: s.RepeatPenalty, lastN: s.RepeatLastN}
+		penalty: s.RepeatPenalty, freq: s.FrequencyPenalty, pres: s.PresencePenalty, lastN: s.RepeatLastN}
 	if s.Temperature != nil {
 		p.temp = *s.Temperature
 	}
@@ -57,25 +60,10 @@ func New(s engine.Sampling) *Sampler {
 // Greedy reports whether sampling is deterministic argmax.
 func (p *Sampler) Greedy() bool { return p.temp <= 0 }
 
-// Sample picks a token. logits are modified (penalty, temperature); history
-// is the sequence so far (prompt and output) for the repetition penalty.
+// Sample picks a token. logits are modified (penalties, temperature);
+// history is the sequence so far (prompt and output) for the penalties.
 func (p *Sampler) Sample(logits []float32, history []int) int {
-	if p.penalty > 0 && p.penalty != 1 {
-		start := max(0, len(history)-p.lastN)
-		seen := map[int]bool{}
-		for _, id := range history[start:] {
-			if id < 0 || id >= len(logits) || seen[id] {
-				continue
-			}
-			seen[id] = true
-			// CTRL-style penalty, as llama.cpp and transformers apply it.
-			if logits[id] > 0 {
-				logits[id] /= float32(p.penalty)
-			} else {
-				logits[id] *= float32(p.penalty)
-			}
-		}
-	}
+	p.Penalize(logits, history)
 	if p.temp <= 0 {
 		return Argmax(logits)
 	}
@@ -144,6 +132,39 @@ func (p *Sampler) Sample(logits []float32, history []int) int {
 		}
 	}
 	return cand[n-1]
+}
+
+// Penalize applies the penalties to logits for the tokens among the last
+// lastN of history, as llama.cpp's penalties sampler does: each token seen
+// there count times first gets the repetition penalty (a positive logit is
+// divided by it, a negative one multiplied), then loses
+// count×frequency + presence (OpenAI's documented formula). The window
+// holds prompt tokens too, as llama.cpp's server feeds them to its sampler.
+func (p *Sampler) Penalize(logits []float32, history []int) {
+	repeat := p.penalty > 0 && p.penalty != 1
+	if !repeat && p.freq == 0 && p.pres == 0 {
+		return
+	}
+	if p.counts == nil {
+		p.counts = map[int]int{}
+	}
+	clear(p.counts)
+	for _, id := range history[max(0, len(history)-p.lastN):] {
+		if id >= 0 && id < len(logits) {
+			p.counts[id]++
+		}
+	}
+	for id, n := range p.counts {
+		if repeat {
+			// CTRL-style penalty, as llama.cpp and transformers apply it.
+			if logits[id] > 0 {
+				logits[id] /= float32(p.penalty)
+			} else {
+				logits[id] *= float32(p.penalty)
+			}
+		}
+		logits[id] -= float32(n)*float32(p.freq) + float32(p.pres)
+	}
 }
 
 // Argmax returns the index of the largest logit (the lowest index on ties).

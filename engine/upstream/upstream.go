@@ -14,7 +14,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 // Config describes one upstream model (the `upstreams` list of the serve
@@ -199,7 +199,7 @@ func (m *Model) startChild(port int) error {
 		args[i] = strings.ReplaceAll(a, "{port}", strconv.Itoa(port))
 	}
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), m.cfg.Env...)
+	cmd.Env = envconfig.ChildEnv(m.cfg.Env...)
 	m.logs = &tailBuffer{max: 4096}
 	cmd.Stdout, cmd.Stderr = m.logs, m.logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -44,7 +44,7 @@ func TestJSONModeKeepsStdoutMachineReadable(t *testing.T) {
 	if out.String() != "{\"event\":\"done\"}\n" || !strings.Contains(errOut.String(), "a log line") {
 		t.Fatalf("stdout %q stderr %q", out.String(), errOut.String())
 	}
-	if io.Interactive || io.Color(Red, "x") != "x" {
+	if io.Interactive || io.ColorOut(Red, "x") != "x" || io.ColorErr(Red, "x") != "x" {
 		t.Fatal("a buffer is not a terminal: no colour, no progress")
 	}
 	var q bytes.Buffer

@@ -9,10 +9,16 @@ const (
 	Bold   = "1"
 )
 
-// Color wraps s in an ANSI colour when the session is interactive
-// (a terminal, not CI, NO_COLOR unset, not --json or --quiet).
-func (o *IO) Color(code, s string) string {
-	if !o.Interactive {
+// ColorOut wraps s in an ANSI colour for writing on stdout, when stdout is
+// a terminal (and NO_COLOR is unset, TERM is not dumb, not --json).
+func (o *IO) ColorOut(code, s string) string { return paint(o.colorOut, code, s) }
+
+// ColorErr wraps s in an ANSI colour for writing on stderr, when stderr is
+// a terminal (and NO_COLOR is unset, TERM is not dumb, not --quiet).
+func (o *IO) ColorErr(code, s string) string { return paint(o.colorErr, code, s) }
+
+func paint(on bool, code, s string) string {
+	if !on {
 		return s
 	}
 	return "\x1b[" + code + "m" + s + "\x1b[0m"

@@ -9,6 +9,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
+
+	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 // IO is where a command reads and writes. With --json, stdout carries only
@@ -23,8 +25,14 @@ type IO struct {
 	Quiet bool // no logs, no progress
 
 	// Interactive is true when ErrOut is a terminal that can show progress
-	// bars and colour: not CI, not TERM=dumb, not --quiet or --json.
+	// bars: not CI, not TERM=dumb, not --quiet or --json. NO_COLOR does not
+	// change it: it asks for no colour, not for no progress.
 	Interactive bool
+
+	// colorOut and colorErr say whether that stream takes colour: each is
+	// decided on its own stream, so `edgectl doctor DIR | less` gets plain
+	// text on stdout even though stderr is still a terminal.
+	colorOut, colorErr bool
 
 	mu sync.Mutex
 }
@@ -34,12 +42,24 @@ func System() *IO {
 	return &IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 }
 
-// Settle computes Interactive after flags are parsed.
+// Settle decides, after flags are parsed, what each stream can show:
+// progress bars on stderr (Interactive) and colour on stdout and stderr,
+// each only where that stream is a terminal. NO_COLOR (any value) turns
+// colour off everywhere; TERM=dumb turns off colour and progress; CI turns
+// off progress.
 func (o *IO) Settle() {
-	f, ok := o.ErrOut.(*os.File)
-	o.Interactive = ok && term.IsTerminal(int(f.Fd())) &&
-		os.Getenv("CI") == "" && os.Getenv("TERM") != "dumb" && os.Getenv("NO_COLOR") == "" &&
-		!o.Quiet && !o.JSON
+	dumb := envconfig.Term.Get() == "dumb"
+	colour := !envconfig.NoColor.IsSet() && !dumb
+	errTTY := isTerminal(o.ErrOut)
+	o.Interactive = errTTY && !envconfig.CI.IsSet() && !dumb && !o.Quiet && !o.JSON
+	o.colorErr = errTTY && colour && !o.Quiet
+	o.colorOut = isTerminal(o.Out) && colour && !o.JSON
+}
+
+// isTerminal says w is a file on a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // Logf prints a line for people on stderr unless --quiet.

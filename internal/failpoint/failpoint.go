@@ -9,14 +9,16 @@
 package failpoint
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
-// Env is the environment variable read once at the first Hit.
-const Env = "EDGECTL_FAILPOINT"
+// Env is the environment variable read once at the first Hit (defined in
+// internal/envconfig with the others).
+var Env = envconfig.Failpoint.Name
 
 var (
 	once   sync.Once
@@ -53,7 +55,7 @@ func parse(spec string) map[string]int {
 // anything.
 func Hit(name string) {
 	once.Do(func() {
-		armed = parse(os.Getenv(Env))
+		armed = parse(envconfig.Failpoint.Get())
 		counts = map[string]int{}
 	})
 	if armed == nil {

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 var (
@@ -58,7 +60,7 @@ func Build(t testing.TB, importPath, name string) string {
 			return
 		}
 		cmd := exec.Command("go", "build", "-o", out, importPath)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Env = envconfig.ChildEnv("CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			r.err = fmt.Errorf("go build %s: %v\n%s", importPath, err, b)
 			return

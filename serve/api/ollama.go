@@ -20,6 +20,7 @@ type GenerateRequest struct {
 	Images    []string        `json:"images,omitempty"`
 	Context   []int           `json:"context,omitempty"`
 	Think     json.RawMessage `json:"think,omitempty"`
+	OllamaLogprobsRequest
 }
 
 // ChatRequest is POST /api/chat.
@@ -32,6 +33,27 @@ type ChatRequest struct {
 	Format    json.RawMessage `json:"format,omitempty"`
 	Tools     json.RawMessage `json:"tools,omitempty"`
 	Think     json.RawMessage `json:"think,omitempty"`
+	OllamaLogprobsRequest
+}
+
+// OllamaLogprobsRequest asks for token log-probabilities (Ollama 0.12.11+).
+type OllamaLogprobsRequest struct {
+	Logprobs    bool `json:"logprobs,omitempty"`
+	TopLogprobs *int `json:"top_logprobs,omitempty"` // 0–20, with logprobs
+}
+
+// OllamaTopLogprob is one token and its log-probability.
+type OllamaTopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes,omitempty"`
+}
+
+// OllamaLogprob is a generated token with the most likely tokens at its
+// position.
+type OllamaLogprob struct {
+	OllamaTopLogprob
+	TopLogprobs []OllamaTopLogprob `json:"top_logprobs,omitempty"`
 }
 
 // Message is one Ollama chat turn. Content null is read as "".
@@ -46,46 +68,49 @@ type Message struct {
 
 // Options are the model options Ollama requests carry: the ones edgectl
 // honours, and the ones that would change the output and it refuses until
-// they are implemented (serve/fields.go). Others (num_batch, num_gpu, …)
+// they are implemented (serve/fields.go). num_ctx, num_thread and the
+// frequency/presence penalties are honoured on the cpu lane only. Others (num_batch, num_gpu, …)
 // only tune speed and are ignored like any unknown key.
 type Options struct {
-	Temperature   *float64   `json:"temperature,omitempty"`
-	TopK          *int       `json:"top_k,omitempty"`
-	TopP          *float64   `json:"top_p,omitempty"`
-	MinP          *float64   `json:"min_p,omitempty"`
-	RepeatPenalty *float64   `json:"repeat_penalty,omitempty"`
-	RepeatLastN   *int       `json:"repeat_last_n,omitempty"`
-	Seed          *int64     `json:"seed,omitempty"`
-	NumPredict    *int       `json:"num_predict,omitempty"`
-	NumCtx        *int       `json:"num_ctx,omitempty"`
-	NumThread     *int       `json:"num_thread,omitempty"`
-	Stop          StringList `json:"stop,omitempty"`
+	Temperature      *float64   `json:"temperature,omitempty"`
+	TopK             *int       `json:"top_k,omitempty"`
+	TopP             *float64   `json:"top_p,omitempty"`
+	MinP             *float64   `json:"min_p,omitempty"`
+	RepeatPenalty    *float64   `json:"repeat_penalty,omitempty"`
+	RepeatLastN      *int       `json:"repeat_last_n,omitempty"`
+	Seed             *int64     `json:"seed,omitempty"`
+	NumPredict       *int       `json:"num_predict,omitempty"`
+	NumCtx           *int       `json:"num_ctx,omitempty"`
+	NumThread        *int       `json:"num_thread,omitempty"`
+	Stop             StringList `json:"stop,omitempty"`
+	FrequencyPenalty *float64   `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64   `json:"presence_penalty,omitempty"`
 
-	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
-	PresencePenalty  *float64 `json:"presence_penalty,omitempty"`
-	TypicalP         *float64 `json:"typical_p,omitempty"`
-	Mirostat         *int     `json:"mirostat,omitempty"`
+	TypicalP *float64 `json:"typical_p,omitempty"`
+	Mirostat *int     `json:"mirostat,omitempty"`
 }
 
 // GenerateResponse is one NDJSON line of /api/generate (or the whole
 // answer with stream:false). Durations are nanoseconds.
 type GenerateResponse struct {
-	Model      string    `json:"model"`
-	CreatedAt  time.Time `json:"created_at"`
-	Response   string    `json:"response"`
-	Done       bool      `json:"done"`
-	DoneReason string    `json:"done_reason,omitempty"`
-	Context    []int     `json:"context,omitempty"`
+	Model      string          `json:"model"`
+	CreatedAt  time.Time       `json:"created_at"`
+	Response   string          `json:"response"`
+	Done       bool            `json:"done"`
+	DoneReason string          `json:"done_reason,omitempty"`
+	Context    []int           `json:"context,omitempty"`
+	Logprobs   []OllamaLogprob `json:"logprobs,omitempty"`
 	Timings
 }
 
 // ChatResponse is one NDJSON line of /api/chat.
 type ChatResponse struct {
-	Model      string    `json:"model"`
-	CreatedAt  time.Time `json:"created_at"`
-	Message    Message   `json:"message"`
-	Done       bool      `json:"done"`
-	DoneReason string    `json:"done_reason,omitempty"`
+	Model      string          `json:"model"`
+	CreatedAt  time.Time       `json:"created_at"`
+	Message    Message         `json:"message"`
+	Done       bool            `json:"done"`
+	DoneReason string          `json:"done_reason,omitempty"`
+	Logprobs   []OllamaLogprob `json:"logprobs,omitempty"`
 	Timings
 }
 

@@ -19,13 +19,14 @@ type ChatCompletionRequest struct {
 	Model               string        `json:"model"`
 	Messages            []ChatMessage `json:"messages"`
 	MaxCompletionTokens *int          `json:"max_completion_tokens,omitempty"`
+	// TopLogprobs (0–20) goes with logprobs: true.
+	TopLogprobs *int `json:"top_logprobs,omitempty"`
 	// Refused until implemented (serve/fields.go says which values pass).
 	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
 	Tools          json.RawMessage `json:"tools,omitempty"`
 	ToolChoice     json.RawMessage `json:"tool_choice,omitempty"`
 	Functions      json.RawMessage `json:"functions,omitempty"`
 	FunctionCall   json.RawMessage `json:"function_call,omitempty"`
-	TopLogprobs    *int            `json:"top_logprobs,omitempty"`
 	GenerationParams
 }
 
@@ -50,12 +51,13 @@ type GenerationParams struct {
 	Seed          *int64         `json:"seed,omitempty"`
 	Stop          StringList     `json:"stop,omitempty"`
 	N             *int           `json:"n,omitempty"`
-	// Refused until implemented: logprobs is a boolean on chat and a
-	// count on completions.
+	// Logprobs is a boolean on chat and a count (0–20) on completions;
+	// serve/fields.go reads it for its route.
 	Logprobs         json.RawMessage `json:"logprobs,omitempty"`
-	LogitBias        json.RawMessage `json:"logit_bias,omitempty"`
 	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
 	PresencePenalty  *float64        `json:"presence_penalty,omitempty"`
+	// Refused until implemented.
+	LogitBias json.RawMessage `json:"logit_bias,omitempty"`
 	// llama.cpp-style extensions many clients send.
 	TopK          *int     `json:"top_k,omitempty"`
 	MinP          *float64 `json:"min_p,omitempty"`
@@ -159,7 +161,29 @@ type ChatChoice struct {
 	Index        int             `json:"index"`
 	Message      ResponseMessage `json:"message"`
 	FinishReason string          `json:"finish_reason"`
-	Logprobs     *struct{}       `json:"logprobs"`
+	Logprobs     *ChatLogprobs   `json:"logprobs"` // null unless asked for
+}
+
+// ChatLogprobs are a chat choice's (or chunk's) token log-probabilities.
+type ChatLogprobs struct {
+	Content []TokenLogprob `json:"content"`
+}
+
+// TokenLogprob is one generated token: its text, log-probability, UTF-8
+// bytes (a token may hold part of a character) and the most likely tokens
+// at its position.
+type TokenLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float64      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []TopLogprob `json:"top_logprobs"` // always an array
+}
+
+// TopLogprob is one of the most likely tokens at a position.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
 }
 
 // ResponseMessage is the assistant's message.
@@ -182,10 +206,10 @@ type ChatCompletionChunk struct {
 
 // ChunkChoice is a streamed delta.
 type ChunkChoice struct {
-	Index        int       `json:"index"`
-	Delta        Delta     `json:"delta"`
-	FinishReason *string   `json:"finish_reason"`
-	Logprobs     *struct{} `json:"logprobs"`
+	Index        int           `json:"index"`
+	Delta        Delta         `json:"delta"`
+	FinishReason *string       `json:"finish_reason"`
+	Logprobs     *ChatLogprobs `json:"logprobs"`
 }
 
 // Delta is the new part of the message.
@@ -208,10 +232,20 @@ type Completion struct {
 
 // CompletionChoice is one completion.
 type CompletionChoice struct {
-	Index        int       `json:"index"`
-	Text         string    `json:"text"`
-	FinishReason *string   `json:"finish_reason"`
-	Logprobs     *struct{} `json:"logprobs"`
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	FinishReason *string             `json:"finish_reason"`
+	Logprobs     *CompletionLogprobs `json:"logprobs"`
+}
+
+// CompletionLogprobs is the legacy completions shape: parallel arrays, one
+// entry per generated token; TopLogprobs maps token text to log-probability
+// and TextOffset is each token's character offset in the text.
+type CompletionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
 }
 
 // Usage counts tokens; Metrics is edgectl's telemetry block.

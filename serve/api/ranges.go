@@ -32,6 +32,7 @@ var Ranges = map[string]Range{
 	"n":                     {1, maxCount, true},
 	"best_of":               {1, maxCount, true},
 	"top_logprobs":          {0, 20, true},
+	"logprobs":              {0, 20, true}, // /v1/completions: a count
 	"frequency_penalty":     {-2, 2, false},
 	"presence_penalty":      {-2, 2, false},
 
