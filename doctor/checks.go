@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,6 +88,50 @@ func (c *checker) checkEOS() {
 		c.add(Finding{ID: "eos-array", Severity: Fixable,
 			Message:  name + ": eos_token_id is an array; the vendor gateway reads one id and generates forever",
 			Evidence: fmt.Sprintf("eos_token_id = %v", []int(cfg.EosTokenID)), Fix: c.fixCmd("patch config")})
+	}
+	c.checkEndOfTurn()
+}
+
+// checkEndOfTurn flags a single eos id that is not the token the chat
+// template closes assistant turns with: the runtime stops on eos only, so a
+// Gemma 3 config left at <eos> (1) runs on past every <end_of_turn> (106).
+// Arrays are eos-array's business (patch config picks the end-of-turn id).
+func (c *checker) checkEndOfTurn() {
+	eot, err := patch.FindEndOfTurn(c.dir)
+	if errors.Is(err, patch.ErrNoTemplate) {
+		return
+	}
+	if err != nil {
+		c.add(Finding{ID: "chat-template-eos", Severity: Warning,
+			Message:  "cannot tell which token the chat template ends assistant turns with; check that eos_token_id is that token",
+			Evidence: err.Error(), Fix: c.fixCmd("patch config") + " --eos ID"})
+		return
+	}
+	ids := patch.EOSIDs(c.dir, c.cfg)
+	for _, name := range []string{"config.json", "generation_config.json"} {
+		cfg := c.cfg
+		if name != "config.json" {
+			g, err := hfconfig.Load(filepath.Join(c.dir, name))
+			if err != nil {
+				continue
+			}
+			cfg = g
+		}
+		if cfg.EosIsArray || len(cfg.EosTokenID) != 1 || cfg.EosTokenID[0] == eot.ID {
+			continue
+		}
+		f := Finding{ID: "eos-end-of-turn", Severity: Fixable,
+			Message: fmt.Sprintf("%s: eos_token_id %d is not %q (%d), the token the chat template ends assistant turns with; the runtime would generate past the end of every reply",
+				name, cfg.EosTokenID[0], eot.Token, eot.ID),
+			Evidence: fmt.Sprintf("eos_token_id = %d; eos ids %v; the chat template renders the assistant's reply followed by %s", cfg.EosTokenID[0], ids, eot.Token),
+			Fix:      fmt.Sprintf("%s --eos %d", c.fixCmd("patch config"), eot.ID)}
+		if !slices.Contains(ids, eot.ID) {
+			// Not listed as an eos anywhere: likely, but not surely, a chat
+			// model whose config lost the id.
+			f.Severity = Warning
+			f.Message += " (it is not among the model's eos ids: check this is a chat model)"
+		}
+		c.add(f)
 	}
 }
 

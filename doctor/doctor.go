@@ -16,6 +16,7 @@ import (
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/format/tokjson"
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/pulsar2"
 )
 
 // Severity orders findings; the worst one decides the verdict.
@@ -54,7 +55,8 @@ type Finding struct {
 type Report struct {
 	Path     string    `json:"path"`
 	Target   string    `json:"target"`
-	Verdict  string    `json:"verdict"` // pass, fixable, blocked
+	Kind     string    `json:"kind,omitempty"` // "ax-llm" for a compiled directory; empty for a checkpoint
+	Verdict  string    `json:"verdict"`        // pass, fixable, blocked
 	Findings []Finding `json:"findings"`
 }
 
@@ -72,25 +74,27 @@ func (r *Report) ExitCode() int {
 
 // Options for Check.
 type Options struct {
-	Target string // ax650 (default); ax8850 and ax650n are aliases
+	Target string // ax650 (default), or any name of it in pulsar2's chip table (AX8850, AX-M1, …)
 	// KVCacheLen is the length the user intends to build with (0: read
 	// kv_cache_len from config.json, else the build default).
 	KVCacheLen int
+	// Log is a runtime log (axllm, main_*) to explain, for a compiled
+	// ax-llm directory.
+	Log string
 }
 
-// Targets doctor knows.
-var targetAliases = map[string]string{"ax650": "ax650", "ax650n": "ax650", "ax650a": "ax650", "ax8850": "ax650", "llm8850": "ax650", "ax-m1": "ax650"}
+// targetNames lists doctor's --target names: the AX650 rows of pulsar2's
+// chip table.
+const targetNames = "ax650, ax650n, ax650a, ax8850, ax-m1, llm-8850 (any case)"
 
 // Check examines the checkpoint in dir.
 func Check(dir string, opts Options) (*Report, error) {
-	target := strings.ToLower(opts.Target)
-	if target == "" {
-		target = "ax650"
+	// Target names come from pulsar2's chip table; doctor's checks are
+	// about the AX650 NPU (AX650N/AX650A, AX8850 boards, AX-M1 cards).
+	if !pulsar2.IsAX650(opts.Target) {
+		return nil, cli.Usagef("unknown --target %q: doctor checks for the AX650 NPU: %s", opts.Target, targetNames)
 	}
-	t, ok := targetAliases[target]
-	if !ok {
-		return nil, cli.Usagef("unknown --target %q: doctor knows ax650 (AX650N/AX650A/AX8850 boards and AX-M1 cards)", opts.Target)
-	}
+	t := "ax650"
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
@@ -99,6 +103,13 @@ func Check(dir string, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("%s is not a directory: doctor checks a checkpoint directory", dir)
 	}
 	c := &checker{dir: dir, opts: opts, r: &Report{Path: dir, Target: t}}
+	if pulsar2.IsCompiledDir(dir) {
+		// pulsar2 output: the runtime's checks, not a checkpoint's.
+		c.r.Kind = "ax-llm"
+		c.checkCompiled()
+		c.finish()
+		return c.r, nil
+	}
 	c.run()
 	c.finish()
 	return c.r, nil

@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/edgectl/edgectl/format/hfconfig"
-	"github.com/edgectl/edgectl/format/tokjson"
 )
 
 // ConfigOptions choose the config.json repairs.
 type ConfigOptions struct {
-	// EOS picks the id that replaces an eos_token_id array; nil means the
-	// tokenizer's eos token, else the array's last entry.
+	// EOS picks the id that replaces an eos_token_id array (and, when set,
+	// a single eos id that differs); nil means the rule in chooseEOS: the
+	// chat template's end-of-turn token, else the tokenizer's eos token,
+	// else the array's last entry.
 	EOS *int
 	// KVCacheLen, when > 0, is normalized to 128·k−1 and recorded as
 	// kv_cache_len (pulsar2 build reads it).
@@ -27,6 +27,9 @@ type Change struct {
 	Old    any    `json:"old"`
 	New    any    `json:"new"`
 	Reason string `json:"reason"`
+	// Rule names the EOS rule that chose New (eos_token_id changes only):
+	// RuleFlag, RuleTemplate, RuleTokenizer or RuleLast.
+	Rule string `json:"rule,omitempty"`
 }
 
 // FileEdit is the new content of one file, with its changes.
@@ -49,7 +52,7 @@ func PlanConfig(dir string, opts ConfigOptions) ([]FileEdit, error) {
 	if err != nil {
 		return nil, err
 	}
-	eos, why, err := chooseEOS(dir, cfg, opts.EOS)
+	eos, haveEOS, err := chooseEOS(dir, cfg, opts.EOS)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +62,11 @@ func PlanConfig(dir string, opts ConfigOptions) ([]FileEdit, error) {
 		return nil, fmt.Errorf("%s: %v", cfg.Path, err)
 	}
 	var changes []Change
-	if cfg.EosIsArray {
-		if err := doc.Set("eos_token_id", eos); err != nil {
+	if haveEOS && eosNeedsEdit(cfg, eos) {
+		if err := doc.Set("eos_token_id", eos.ID); err != nil {
 			return nil, err
 		}
-		changes = append(changes, Change{File: "config.json", Key: "eos_token_id", Old: []int(cfg.EosTokenID), New: eos, Reason: why})
+		changes = append(changes, eosChange("config.json", cfg, eos))
 	}
 	if opts.KVCacheLen > 0 {
 		n := KVCacheLen(opts.KVCacheLen)
@@ -92,45 +95,40 @@ func PlanConfig(dir string, opts ConfigOptions) ([]FileEdit, error) {
 		if err != nil {
 			return nil, err
 		}
-		if gen.EosIsArray {
+		if haveEOS && eosNeedsEdit(gen, eos) {
 			gd, err := hfconfig.ParseDoc(gen.Raw)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %v", genPath, err)
 			}
-			if err := gd.Set("eos_token_id", eos); err != nil {
+			if err := gd.Set("eos_token_id", eos.ID); err != nil {
 				return nil, err
 			}
 			edits = append(edits, FileEdit{Name: "generation_config.json", Old: gen.Raw, New: gd.Bytes(),
-				Changes: []Change{{File: "generation_config.json", Key: "eos_token_id", Old: []int(gen.EosTokenID), New: eos, Reason: why}}})
+				Changes: []Change{eosChange("generation_config.json", gen, eos)}})
 		}
 	}
 	return edits, nil
 }
 
-// chooseEOS picks the single eos id: --eos, else the tokenizer's eos token
-// when it is one of the listed ids, else the last entry. It returns the id
-// and a sentence saying why.
-func chooseEOS(dir string, cfg *hfconfig.Config, want *int) (int, string, error) {
-	ids := []int(cfg.EosTokenID)
-	if gen, err := hfconfig.Load(filepath.Join(dir, "generation_config.json")); err == nil && len(gen.EosTokenID) > len(ids) {
-		ids = gen.EosTokenID
+// eosNeedsEdit: an eos_token_id array always becomes one id. A single id
+// is rewritten only when it differs from one chosen with --eos or by the
+// chat template (a config that stops on <eos> while turns end with
+// <end_of_turn>); the weaker rules never override a single id the model
+// author wrote.
+func eosNeedsEdit(cfg *hfconfig.Config, eos eosChoice) bool {
+	if cfg.EosIsArray {
+		return true
 	}
-	if want != nil {
-		if len(ids) > 0 && !slices.Contains(ids, *want) {
-			return 0, "", fmt.Errorf("--eos %d is not one of the model's eos ids %v", *want, ids)
-		}
-		return *want, fmt.Sprintf("chosen with --eos from %v", ids), nil
+	if len(cfg.EosTokenID) != 1 || cfg.EosTokenID[0] == eos.ID {
+		return false
 	}
-	if len(ids) == 0 {
-		return 0, "", nil
+	return eos.Rule == RuleFlag || eos.Rule == RuleTemplate
+}
+
+func eosChange(file string, cfg *hfconfig.Config, eos eosChoice) Change {
+	var old any = cfg.EosTokenID[0]
+	if cfg.EosIsArray {
+		old = []int(cfg.EosTokenID)
 	}
-	if tc, err := tokjson.LoadConfig(dir); err == nil && tc.EOSToken != "" {
-		if tok, err := tokjson.Load(filepath.Join(dir, "tokenizer.json")); err == nil {
-			if id, ok := tok.ID(tc.EOSToken); ok && slices.Contains(ids, id) {
-				return id, fmt.Sprintf("the tokenizer's eos_token %q is id %d (of %v)", tc.EOSToken, id, ids), nil
-			}
-		}
-	}
-	last := ids[len(ids)-1]
-	return last, fmt.Sprintf("last entry of %v (no tokenizer eos_token among them; override with --eos)", ids), nil
+	return Change{File: file, Key: "eos_token_id", Old: old, New: eos.ID, Reason: eos.Why, Rule: eos.Rule}
 }

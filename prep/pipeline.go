@@ -28,6 +28,7 @@ import (
 	"github.com/edgectl/edgectl/internal/pathguard"
 	"github.com/edgectl/edgectl/internal/version"
 	"github.com/edgectl/edgectl/patch"
+	"github.com/edgectl/edgectl/pulsar2"
 )
 
 // Targets prep builds for.
@@ -37,6 +38,10 @@ const (
 	TargetH1B   = "h1b"   // a .h1b + .htok (1bit-systems engine, the CPU engine)
 	TargetAX650 = "ax650" // a compiled axllm model directory for AX650/AX8850
 )
+
+// ax650Names are the other --target names of TargetAX650 (pulsar2's chip
+// table, AX650 rows).
+const ax650Names = "ax650n, ax650a, ax8850, ax-m1, llm-8850"
 
 // Targets lists every target, in the order help texts show them.
 var Targets = []string{TargetAX650, TargetH1B, TargetGGUF, TargetCPU}
@@ -81,6 +86,17 @@ func (o *Options) defaults() error {
 	}
 	if o.Target == "" {
 		return cli.Usagef("prep needs --target: one of %s", strings.Join(Targets, ", "))
+	}
+	if !contains(Targets, o.Target) && o.Target != "" && pulsar2.IsAX650(o.Target) {
+		// AX8850, AX-M1, AX650N, …: pulsar2's chip table names the same NPU.
+		o.Target = TargetAX650
+	}
+	if o.Target == TargetAX650 && o.Chip != "" {
+		c, ok := pulsar2.ParseChip(o.Chip)
+		if !ok {
+			return cli.Usagef("unknown --chip %q: use %s", o.Chip, pulsar2.ChipNames)
+		}
+		o.Chip = c.Compiler // one spelling, so the step cache and manifest agree
 	}
 	if o.Target != TargetAX650 && contains(Targets, o.Target) {
 		for _, f := range []struct {
@@ -128,7 +144,7 @@ func (o *Options) defaults() error {
 	case "":
 		return cli.Usagef("prep needs --target: one of %s", strings.Join(Targets, ", "))
 	default:
-		return cli.Usagef("unknown --target %q: choose one of %s", o.Target, strings.Join(Targets, ", "))
+		return cli.Usagef("unknown --target %q: choose one of %s (ax650 also as %s)", o.Target, strings.Join(Targets, ", "), ax650Names)
 	}
 	if o.CacheDir == "" {
 		o.CacheDir = DefaultCacheDir()

@@ -337,6 +337,7 @@ type BuildInfo struct {
 	Tool          string   `json:"tool"` // "edgectl pulsar2 build"
 	PulsarVersion string   `json:"pulsar2_version"`
 	Image         string   `json:"image"`
+	Pulsar2Bin    string   `json:"pulsar2_bin,omitempty"` // the native compiler (--pulsar2-bin), instead of an image
 	Builder       string   `json:"builder"`
 	Chip          string   `json:"chip"`
 	KVCacheLen    int      `json:"kv_cache_len"`

@@ -31,6 +31,9 @@ type BuildOptions struct {
 	Image   string // e.g. pulsar2:5.2; default: the newest local pulsar2:<version>
 	Runtime string // docker or podman; default: whichever is on PATH, docker first
 	Builder string // llm_build or llm_build2; default: from `pulsar2 version`
+	// Pulsar2Bin runs an installed pulsar2 (a path or a name on PATH)
+	// instead of the container image; Image and Runtime are then unused.
+	Pulsar2Bin string
 
 	KVCacheLen int    // 128·k−1; default: config.json kv_cache_len, else 2047
 	PrefillLen int    // prefill chunk; default 128
@@ -61,7 +64,8 @@ const minCosSim = 0.98
 type BuildResult struct {
 	OutDir        string       `json:"out_dir"`
 	DryRun        bool         `json:"dry_run,omitempty"`
-	Runtime       string       `json:"runtime"`
+	Runtime       string       `json:"runtime"`               // docker, podman or native (--pulsar2-bin)
+	Pulsar2Bin    string       `json:"pulsar2_bin,omitempty"` // the native compiler, symlinks resolved
 	Image         string       `json:"image"`
 	PulsarVersion string       `json:"pulsar2_version,omitempty"`
 	Builder       string       `json:"builder"`
@@ -115,7 +119,13 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 		return nil, inputErr(err.Error(), "")
 	}
 	if _, err := os.Lstat(outAbs); err == nil {
-		return nil, inputErr(fmt.Sprintf("%s already exists", opts.OutDir), "choose another -o or remove it")
+		if _, err := p.stop(opts, inputErr(fmt.Sprintf("%s already exists", opts.OutDir), "choose another -o or remove it")); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(logw, "edgectl: warning: %s\n", p.warnings[len(p.warnings)-1])
+	}
+	if opts.Pulsar2Bin != "" {
+		return buildNative(ctx, opts, p, outAbs, start, logw)
 	}
 	rt, err := resolveRuntime(opts.Runtime)
 	if err != nil {
@@ -437,7 +447,7 @@ func (p *plan) finish(dir string, res *BuildResult, opts BuildOptions) error {
 	if err := writeJSON(filepath.Join(dir, AxllmConfigName), cfg); err != nil {
 		return err
 	}
-	info := BuildInfo{Tool: "edgectl pulsar2 build", PulsarVersion: res.PulsarVersion, Image: res.Image, Builder: res.Builder,
+	info := BuildInfo{Tool: "edgectl pulsar2 build", PulsarVersion: res.PulsarVersion, Image: res.Image, Pulsar2Bin: res.Pulsar2Bin, Builder: res.Builder,
 		Chip: p.chip, KVCacheLen: p.kv, PrefillLen: p.prefill, PrefillGroups: p.groups, WeightType: p.weightType,
 		Shim: p.shim.Hooks(), Source: p.modelName}
 	if err := writeJSON(filepath.Join(dir, BuildInfoName), &info); err != nil {

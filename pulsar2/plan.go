@@ -79,18 +79,16 @@ func preparePlan(o BuildOptions) (*plan, error) {
 			"restore the upstream config.json")
 	}
 
-	// Chip: AX8850 and the AX650 variants are one NPU (axera.md §2).
-	chip := strings.ToUpper(strings.TrimSpace(o.Chip))
-	switch chip {
-	case "", "AX650", "AX650N", "AX650A", "AX8850":
-		if chip == "AX8850" {
-			p.notes = append(p.notes, "AX8850 runs AX650 models: building with --chip AX650")
-		}
-		chip = DefaultChip
-	case "AX620E", "LAMBERT":
-	default:
-		return nil, inputErr(fmt.Sprintf("unknown --chip %q", o.Chip), "use AX650 (also for AX8850 and AX-M1 cards), AX620E or LAMBERT")
+	// Chip: one table of names (chips.go); AX8850 and the AX650 variants
+	// are one NPU (axera.md §2).
+	c, ok := ParseChip(o.Chip)
+	if !ok {
+		return nil, inputErr(fmt.Sprintf("unknown --chip %q", o.Chip), "use "+ChipNames)
 	}
+	if c.Note != "" {
+		p.notes = append(p.notes, c.Note)
+	}
+	chip := c.Compiler
 	p.chip = chip
 	if chip == "LAMBERT" && !p.shim.AliasLambert {
 		p.shim.AliasLambert = true
@@ -150,8 +148,10 @@ func preparePlan(o BuildOptions) (*plan, error) {
 				p.weightType = "s4"
 			}
 			if _, ok := q["group_size"]; !ok {
-				return nil, &BuildError{Kind: FailInput, Msg: fmt.Sprintf("%s: quantization_config has no group_size; pulsar2 fails with KeyError 'group_size'", cfg.Path),
-					Fix: "add \"group_size\": 128 (the GPTQ default) to quantization_config, or use the quantize_config.json the checkpoint was made with"}
+				if _, err := p.stop(o, &BuildError{Kind: FailInput, Msg: fmt.Sprintf("%s: quantization_config has no group_size; pulsar2 fails with KeyError 'group_size'", cfg.Path),
+					Fix: "add \"group_size\": 128 (the GPTQ default) to quantization_config, or use the quantize_config.json the checkpoint was made with"}); err != nil {
+					return nil, err
+				}
 			}
 		default:
 			return nil, inputErr(fmt.Sprintf("%s: quantization_config quant_method %q bits %v: pulsar2 reads float, GPTQ and AWQ (int4/int8) checkpoints only", cfg.Path, method, q["bits"]),
@@ -172,23 +172,10 @@ func preparePlan(o BuildOptions) (*plan, error) {
 
 	// The embedding must exist and match the config (ax-llm#62: a
 	// tokens_embed_size mismatch makes the build fail silently).
-	ck, err := safetensors.OpenCheckpoint(abs)
-	if err != nil {
-		return nil, inputErr(err.Error(), "the checkpoint needs its .safetensors weights")
-	}
-	defer ck.Close()
-	_, et, err := FindEmbedding(ck, p.text.Tied())
-	if err != nil {
-		return nil, inputErr(err.Error(), "")
-	}
-	p.embedName = et.Name
-	p.vocab, p.hidden = int(et.Shape[0]), int(et.Shape[1])
-	if p.hidden != p.text.HiddenSize {
-		return nil, inputErr(fmt.Sprintf("%s: embedding %q is [%d, %d] but hidden_size is %d", ck.Dir, et.Name, p.vocab, p.hidden, p.text.HiddenSize),
-			"the config and the weights disagree: restore the upstream config.json")
-	}
-	if p.text.VocabSize > 0 && p.vocab != p.text.VocabSize {
-		p.warnings = append(p.warnings, fmt.Sprintf("embedding has %d rows but vocab_size is %d: tokens_embed_num uses the embedding's %d", p.vocab, p.text.VocabSize, p.vocab))
+	if err := p.checkEmbedding(abs); err != nil {
+		if _, err := p.stop(o, err); err != nil {
+			return nil, err
+		}
 	}
 
 	p.modelName = o.ModelName
@@ -198,11 +185,14 @@ func preparePlan(o BuildOptions) (*plan, error) {
 	p.tokType = o.TokenizerType
 	if p.tokType == "" {
 		if p.tokType, err = TokenizerType(p.cfg, p.modelName); err != nil {
-			return nil, err
+			if _, err := p.stop(o, err); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// axllm needs its own tokenizer file: the model's, or one exported from
-	// a byte-level BPE tokenizer.json. Check now, not after the compile.
+	// tokenizer.json (byte-level or SentencePiece BPE). Check now, not after
+	// the compile.
 	matches, _ := filepath.Glob(filepath.Join(abs, "*tokenizer*.txt"))
 	for _, m := range matches {
 		if isTokenizerTxt(m) {
@@ -212,13 +202,56 @@ func preparePlan(o BuildOptions) (*plan, error) {
 	}
 	if p.tokenizerTxt == "" {
 		if err := checkTokenizerExport(filepath.Join(abs, "tokenizer.json")); err != nil {
-			return nil, inputErr(err.Error(), "axllm reads its own tokenizer file: put the model's *_tokenizer.txt from AXERA's model repos into "+o.ModelDir)
+			if _, err := p.stop(o, inputErr(err.Error(), "axllm reads its own tokenizer file: put the model's *_tokenizer.txt from AXERA's model repos into "+o.ModelDir)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if p.mountRoot, p.inputPath, err = modelMount(abs); err != nil {
 		return nil, inputErr(err.Error(), "")
 	}
 	return p, nil
+}
+
+// stop returns err, or, in a dry run, records it as a warning and returns
+// nil: a dry run prints the command and every problem the real run would
+// stop on (the command does not depend on these checks).
+func (p *plan) stop(o BuildOptions, err error) (*plan, error) {
+	if !o.DryRun {
+		return nil, err
+	}
+	msg := err.Error()
+	var be *BuildError
+	if errors.As(err, &be) && be.Fix != "" {
+		msg += " (fix: " + be.Fix + ")"
+	}
+	p.warnings = append(p.warnings, "the real run would stop: "+msg)
+	return p, nil
+}
+
+// checkEmbedding finds the token embedding and checks it against the
+// config (ax-llm#62: a tokens_embed_size mismatch fails the build silently).
+func (p *plan) checkEmbedding(abs string) error {
+	ck, err := safetensors.OpenCheckpoint(abs)
+	if err != nil {
+		return inputErr(err.Error(), "the checkpoint needs its .safetensors weights")
+	}
+	defer ck.Close()
+	_, et, err := FindEmbedding(ck, p.text.Tied())
+	if err != nil {
+		return inputErr(err.Error(), "")
+	}
+	p.embedName = et.Name
+	p.vocab, p.hidden = int(et.Shape[0]), int(et.Shape[1])
+	if p.hidden != p.text.HiddenSize {
+		return inputErr(fmt.Sprintf("%s: embedding %q is [%d, %d] but hidden_size is %d", ck.Dir, et.Name, p.vocab, p.hidden, p.text.HiddenSize),
+			"the config and the weights disagree: restore the upstream config.json")
+	}
+	if p.text.VocabSize > 0 && p.vocab != p.text.VocabSize {
+		p.warnings = append(p.warnings, fmt.Sprintf("embedding has %d rows but vocab_size is %d: tokens_embed_num uses the embedding's %d", p.vocab, p.text.VocabSize, p.vocab))
+	}
+
+	return nil
 }
 
 // modelNameFromPath names a model after its directory, or after the repo id

@@ -110,7 +110,9 @@ func checkTokenizerExport(path string) error {
 		}
 		return err
 	}
-	_, err = byteLevelTokens(tj)
+	if _, err = byteLevelTokens(tj); err != nil && isSentencePieceJSON(tj) {
+		_, err = sentencePieces(tj)
+	}
 	return err
 }
 
@@ -141,15 +143,20 @@ func byteLevelTokens(tj *tokjson.File) ([][]byte, error) {
 }
 
 // WriteTokenizerTxt writes the axllm tokenizer file (url_tokenizer_model)
-// for a byte-level BPE tokenizer.json: "430 1", the counts of special, stop
-// and prefix ids, the ids, then one base64 line per token id with the
-// token's bytes. Gaps in the id space are written as empty tokens.
+// for a tokenizer.json: "430 <type>", the counts of special, stop and
+// prefix ids, the ids, then the vocabulary. Byte-level BPE is type 1, one
+// base64 line per token id with the token's bytes (gaps in the id space are
+// written as empty tokens); SentencePiece BPE is type 0 (tokenizer_sp.go).
 func WriteTokenizerTxt(tokenizerJSONPath, dst string, stopIDs []int) error {
 	tj, err := tokjson.Load(tokenizerJSONPath)
 	if err != nil {
 		return err
 	}
+	var pieces []spPiece
 	toks, err := byteLevelTokens(tj)
+	if err != nil && isSentencePieceJSON(tj) {
+		pieces, err = sentencePieces(tj)
+	}
 	if err != nil {
 		return err
 	}
@@ -168,14 +175,23 @@ func WriteTokenizerTxt(tokenizerJSONPath, dst string, stopIDs []int) error {
 	}
 	defer out.Abort()
 	w := bufio.NewWriterSize(out.File, 1<<20)
-	fmt.Fprintf(w, "%s1\n%d %d 0\n", tokenizerTxtMagic, len(special), len(stopIDs))
+	typ := 1
+	if pieces != nil {
+		typ = tokenizerTypeSentencePiece
+	}
+	fmt.Fprintf(w, "%s%d\n%d %d 0\n", tokenizerTxtMagic, typ, len(special), len(stopIDs))
 	for _, id := range append(special, stopIDs...) {
 		w.WriteString(strconv.Itoa(id) + " ")
 	}
-	fmt.Fprintf(w, "\n%d\n", len(toks))
-	for _, raw := range toks {
-		w.WriteString(base64.StdEncoding.EncodeToString(raw))
-		w.WriteByte('\n')
+	w.WriteByte('\n')
+	if pieces != nil {
+		writeSentencePieceVocab(w, pieces)
+	} else {
+		fmt.Fprintf(w, "%d\n", len(toks))
+		for _, raw := range toks {
+			w.WriteString(base64.StdEncoding.EncodeToString(raw))
+			w.WriteByte('\n')
+		}
 	}
 	if err := w.Flush(); err != nil {
 		return err

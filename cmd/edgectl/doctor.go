@@ -16,6 +16,7 @@ type doctorOptions struct {
 	Dir        string
 	Target     string
 	KVCacheLen int
+	Log        string
 }
 
 func newDoctorCmd(io *cli.IO) *cobra.Command {
@@ -31,6 +32,8 @@ func newDoctorCmdWith(io *cli.IO, runF func(context.Context, *cli.IO, *doctorOpt
 fail (eos_token_id arrays, 0-byte configs, KV lengths not of the form 128·k−1,
 missing norm tensors, unquantized weights, MoE, dtypes the compiler rejects, …).
 Each finding has a severity, its evidence and the command that fixes it.
+A compiled ax-llm directory (pulsar2 output) is checked against what axllm
+loads instead; --log FILE explains a runtime failure such as 0x8030070c.
 
 Exit codes: 0 pass, 3 only fixable findings, 4 blocking findings, 1 error.`,
 		Example: `  edgectl doctor ./Qwen3-1.7B
@@ -41,13 +44,14 @@ Exit codes: 0 pass, 3 only fixable findings, 4 blocking findings, 1 error.`,
 			return runF(cmd.Context(), io, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Target, "target", "ax650", "target NPU: ax650 (AX650N/AX650A/AX8850, AX-M1)")
+	cmd.Flags().StringVar(&o.Target, "target", "ax650", "target NPU: ax650, also as AX650N, AX650A, AX8850, AX-M1 or LLM-8850 (any case)")
 	cmd.Flags().IntVar(&o.KVCacheLen, "kv-cache-len", 0, "KV-cache length you plan to build with")
+	cmd.Flags().StringVar(&o.Log, "log", "", "a compiled directory's runtime log (axllm, main_*) to explain (e.g. 0x8030070c)")
 	return cmd
 }
 
 func runDoctor(ctx context.Context, io *cli.IO, o *doctorOptions) error {
-	r, err := doctor.Check(o.Dir, doctor.Options{Target: o.Target, KVCacheLen: o.KVCacheLen})
+	r, err := doctor.Check(o.Dir, doctor.Options{Target: o.Target, KVCacheLen: o.KVCacheLen, Log: o.Log})
 	if err != nil {
 		return err
 	}

@@ -124,6 +124,7 @@ func TestDoctorStubAndInvalidConfigs(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "config.json"), nil, 0o644)
 	os.WriteFile(filepath.Join(dir, "qwen3_post.axmodel"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "qwen3_p128_l0_together.axmodel"), []byte("x"), 0o644) // without layers it is blocked
 	if code, r := doctorJSON(t, dir); code != cli.ExitFixable || findingIDs(r)["config-empty"] != doctor.Fixable {
 		t.Fatalf("compiled dir: exit %d %v", code, findingIDs(r))
 	}

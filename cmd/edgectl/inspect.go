@@ -16,6 +16,7 @@ import (
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/format/tokjson"
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/pulsar2"
 )
 
 func init() {
@@ -65,6 +66,12 @@ func runInspect(ctx context.Context, io *cli.IO, o *inspectOptions) error {
 		return err
 	}
 	var in *inspector
+	if st.IsDir() && pulsar2.IsCompiledDir(o.Path) {
+		if o.Tensor != "" {
+			return fmt.Errorf("%s is a compiled ax-llm directory: its weights are in .axmodel files, not tensors (inspect the source checkpoint)", o.Path)
+		}
+		return inspectCompiled(io, o.Path)
+	}
 	if st.IsDir() {
 		in = &inspector{name: "checkpoint", inspect: inspectCheckpoint, raw: rawCheckpoint}
 	} else {

@@ -80,7 +80,11 @@ func newPatchConfigCmd(io *cli.IO, runF func(context.Context, *cli.IO, *patchCon
 		Short: "Fix config.json: one eos_token_id, a 128·k−1 KV-cache length",
 		Long: `Replaces an eos_token_id array (which makes the vendor gateway generate
 forever) by a single id in config.json and generation_config.json: the one
-named by --eos, else the tokenizer's eos token, else the last entry. With
+named by --eos; else, for a chat model, the token its chat template closes
+assistant turns with (<end_of_turn>, <|im_end|>, <|eot_id|>, …) when it is
+one of the eos ids; else the tokenizer's eos token; else the last entry.
+A single id that differs from the --eos or chat-template choice is
+rewritten too. Each change names the rule that chose it. With
 --kv-cache-len N, records the largest 128·k−1 ≤ N as kv_cache_len (2048 → 2047).
 Key order, formatting and unknown keys are kept; running it twice changes nothing.`,
 		Example: `  edgectl patch config ./gemma-3-1b-it -o ./gemma-fixed --kv-cache-len 2048
@@ -93,7 +97,7 @@ Key order, formatting and unknown keys are kept; running it twice changes nothin
 			return runF(cmd.Context(), io, o)
 		},
 	}
-	cmd.Flags().IntVar(&o.EOS, "eos", 0, "the eos token id to keep")
+	cmd.Flags().IntVar(&o.EOS, "eos", 0, "the eos token id to keep (one of the eos ids, or the chat template's end-of-turn token)")
 	cmd.Flags().IntVar(&o.KVCacheLen, "kv-cache-len", 0, "KV-cache length; normalized to 128·k−1 and recorded as kv_cache_len")
 	o.patchTarget.flags(cmd)
 	return cmd
@@ -146,6 +150,10 @@ func runPatchConfig(ctx context.Context, io *cli.IO, o *patchConfigOptions) erro
 		io.Logf("%s: config already fine, nothing to change", o.Dir)
 	}
 	for _, c := range changes {
+		if c.Rule != "" {
+			io.Logf("%s: %s %v → %v (rule %s: %s)", c.File, c.Key, jsonish(c.Old), jsonish(c.New), c.Rule, c.Reason)
+			continue
+		}
 		io.Logf("%s: %s %v → %v (%s)", c.File, c.Key, jsonish(c.Old), jsonish(c.New), c.Reason)
 	}
 	if o.DryRun {

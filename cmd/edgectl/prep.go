@@ -9,6 +9,7 @@ import (
 	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/prep"
 	"github.com/edgectl/edgectl/prep/oci"
+	"github.com/edgectl/edgectl/pulsar2"
 )
 
 func init() { register(newPrepCmd) }
@@ -56,14 +57,14 @@ Exit codes: 0 ok, 1 bad input, 2 usage, 4 the model cannot take this target,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Target, "target", "", "what to build: "+strings.Join(prep.Targets, ", "))
+	f.StringVar(&o.Target, "target", "", "what to build: "+strings.Join(prep.Targets, ", ")+" (ax650 also as AX8850, AX-M1, AX650N, …, any case)")
 	f.StringVarP(&o.Out, "output", "o", "", "artifact directory to write")
 	deprecatedAlias(io, f, "out", "output")
 	f.StringVar(&o.Format, "format", "", "packing: tq2_0|tq1_0 (gguf), sherry|halo2|tq1h (h1b), s4|s8 weight type (ax650)")
 	f.IntVar(&o.KVCacheLen, "kv-cache-len", 0, "ax650: KV-cache length, normalized to 128·k−1 (default 2047)")
 	f.IntVar(&o.eos, "eos", 0, "the token id that replaces an eos_token_id array")
 	f.StringVar(&o.Ternarize, "ternarize", "", "gguf/h1b: auto|absmean|none (as `quant pack`)")
-	f.StringVar(&o.Chip, "chip", "", "ax650: compiler --chip (default AX650, also for AX8850)")
+	f.StringVar(&o.Chip, "chip", "", "ax650: compiler --chip: "+pulsar2.ChipNames+" (default AX650)")
 	f.StringVar(&o.Image, "image", "", "ax650: pulsar2 container image (default: the newest local pulsar2:VERSION; pin it for reproducible builds)")
 	f.StringVar(&o.Runtime, "runtime", "", "ax650: container runtime, docker or podman (default: whichever is on PATH)")
 	f.StringVar(&o.CacheDir, "cache-dir", "", "step cache (default $EDGECTL_CACHE_DIR or ~/.cache/edgectl/prep)")

@@ -101,13 +101,16 @@ func newPulsar2BuildCmd(io *cli.IO, runF func(context.Context, *cli.IO, *pulsar2
 mounted, streams its log, and explains known failures with their fix. Then
 writes the bf16 embedding, the axllm config.json and post_config.json, the
 tokenizer, and checks the directory loads with ` + "`axllm run|serve`" + ` as it is.
+With --pulsar2-bin it runs an installed compiler instead (no container), with
+the shim first on PYTHONPATH; a pulsar2 wrapper that calls itself is refused.
 
 The KV cache length must be 128·k−1: --kv-cache-len, else config.json's
 kv_cache_len (edgectl patch config --kv-cache-len), else 2047. Weights are
 s4 for GPTQ/AWQ int4 checkpoints, else s8. AX8850 boards run AX650 models.`,
 		Example: `  edgectl pulsar2 build ./Qwen3-0.6B -o ./qwen3-0.6b-ax650 --image pulsar2:5.2
   edgectl pulsar2 build ./Qwen3-0.6B -o ./out --dry-run
-  edgectl pulsar2 build ./model -o ./out --relax-groupn --fp32-as-bf16`,
+  edgectl pulsar2 build ./model -o ./out --relax-groupn --fp32-as-bf16
+  edgectl pulsar2 build ./Qwen3-0.6B -o ./out --pulsar2-bin /opt/pulsar2/venv/bin/pulsar2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ModelDir = args[0]
@@ -116,10 +119,11 @@ s4 for GPTQ/AWQ int4 checkpoints, else s8. AX8850 boards run AX650 models.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.OutDir, "output", "o", "", "output directory (must not exist)")
-	f.StringVar(&o.Chip, "chip", pulsar2.DefaultChip, "target: AX650 (also AX8850, AX-M1), AX620E or LAMBERT")
+	f.StringVar(&o.Chip, "chip", pulsar2.DefaultChip, "target: "+pulsar2.ChipNames)
 	f.StringVar(&o.Image, "image", "", "pulsar2 image (default: the newest local pulsar2:<version>)")
 	f.StringVar(&o.Runtime, "runtime", "", "docker or podman (default: whichever is on PATH, docker first)")
 	f.StringVar(&o.Builder, "builder", "", "llm_build or llm_build2 (default: from the image's pulsar2 version)")
+	f.StringVar(&o.Pulsar2Bin, "pulsar2-bin", "", "run this installed pulsar2 (path or name on PATH) instead of the container image")
 	f.IntVar(&o.KVCacheLen, "kv-cache-len", 0, "KV cache length, 128·k−1 (default: config.json kv_cache_len, else 2047)")
 	f.IntVar(&o.PrefillLen, "prefill-len", 0, "prefill chunk length (default 128)")
 	f.IntVar(&o.MaxPrefill, "max-prefill", 0, "largest prefill group, a multiple of --prefill-len (default: half the KV cache)")

@@ -73,6 +73,10 @@ var (
 	Term    = newString("TERM", "terminal", "", "dumb: no colour and no progress bars")
 )
 
+// pulsar2: the native compiler's environment.
+var PythonPath = newString("PYTHONPATH", "pulsar2", "",
+	"kept after the shim directory when `pulsar2 build --pulsar2-bin` runs an installed compiler")
+
 // tests.
 var Failpoint = newString("EDGECTL_FAILPOINT", "tests", "",
 	"NAME[:N],…: the process SIGKILLs itself the N-th time it reaches a named point (crash tests only)")

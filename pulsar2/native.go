@@ -1,0 +1,216 @@
+package pulsar2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/envconfig"
+)
+
+// RuntimeNative is BuildResult.Runtime for a build with --pulsar2-bin.
+const RuntimeNative = "native"
+
+// buildNative is Build with an installed pulsar2 (the seed's LXC setup)
+// instead of a container: the same plan, log scanning, failure kinds and
+// output checks; the shim goes first on PYTHONPATH instead of a mount.
+func buildNative(ctx context.Context, opts BuildOptions, p *plan, outAbs string, start time.Time, logw io.Writer) (*BuildResult, error) {
+	bin, err := ResolveNative(opts.Pulsar2Bin)
+	if err != nil {
+		return nil, err
+	}
+	res := &BuildResult{OutDir: outAbs, DryRun: opts.DryRun, Runtime: RuntimeNative, Pulsar2Bin: bin, Chip: p.chip,
+		KVCacheLen: p.kv, PrefillLen: p.prefill, PrefillGroups: p.groups, WeightType: p.weightType,
+		Shim: p.shim.Hooks(), Warnings: p.warnings}
+	res.Builder = opts.Builder
+	if res.Builder == "" {
+		if res.PulsarVersion, err = probeNativeVersion(ctx, bin); err != nil {
+			return nil, err
+		}
+		res.Builder = BuilderFor(res.PulsarVersion)
+		fmt.Fprintf(logw, "edgectl: %s is pulsar2 %s: using %s\n", bin, res.PulsarVersion, res.Builder)
+	} else if res.Builder != BuilderLLMBuild && res.Builder != BuilderLLMBuild2 {
+		return nil, inputErr(fmt.Sprintf("--builder %q", opts.Builder), "use llm_build (Pulsar2 ≤ 5) or llm_build2 (6.0+)")
+	}
+
+	if opts.DryRun {
+		shimHost := ""
+		if p.shim.Any() {
+			shimHost = filepath.Join(filepath.Dir(outAbs), strings.Replace(atomicfile.TempPattern(shimName(outAbs)), "*", "XXXXXX", 1))
+		}
+		res.Command = p.nativeCommand(bin, res.Builder, outAbs, shimHost)
+		return res, nil
+	}
+
+	if _, err := atomicfile.CleanStale(filepath.Dir(outAbs), filepath.Base(outAbs), shimName(outAbs)); err != nil {
+		return nil, err
+	}
+	out, err := atomicfile.CreateDir(outAbs)
+	if err != nil {
+		return nil, inputErr(err.Error(), "")
+	}
+	defer out.Abort()
+	shimHost := ""
+	if p.shim.Any() {
+		shimHost, err = os.MkdirTemp(filepath.Dir(outAbs), atomicfile.TempPattern(shimName(outAbs)))
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(shimHost)
+		if _, err := WriteShim(shimHost, p.shim); err != nil {
+			return nil, err
+		}
+	}
+	res.Command = p.nativeCommand(bin, res.Builder, out.Path, shimHost)
+	fmt.Fprintf(logw, "edgectl: %s\n", ShellQuote(res.Command))
+
+	sc, runErr := runNative(ctx, res.Command, logw)
+	res.Markers, res.ShimLog = sc.markers, sc.shim
+	if err := judgeNative(sc, runErr, bin, res.Builder); err != nil {
+		return res, err
+	}
+	if sc.cosLine != "" && sc.minCos < minCosSim {
+		w := fmt.Sprintf("pulsar2's check found a layer with cos_sim %.4f < %.2f (%s): the compiled model may be wrong; try -w s8 or bf16 weights", sc.minCos, minCosSim, strings.TrimSpace(sc.cosLine))
+		res.Warnings = append(res.Warnings, w)
+		fmt.Fprintf(logw, "edgectl: warning: %s\n", w)
+	}
+	if err := p.finish(out.Path, res, opts); err != nil {
+		return res, err
+	}
+	if err := out.Commit(); err != nil {
+		return res, err
+	}
+	res.Duration = time.Since(start).Seconds()
+	return res, nil
+}
+
+// nativeCommand is the full command line: `env` with the compiler's
+// environment, then pulsar2 with host paths. The shim goes first on
+// PYTHONPATH, before whatever the user's environment already has there.
+func (p *plan) nativeCommand(bin, builder, outHost, shimHost string) []string {
+	cmd := []string{"env"}
+	if shimHost != "" {
+		pp := shimHost
+		if old := envconfig.PythonPath.Get(); old != "" {
+			pp += string(os.PathListSeparator) + old
+		}
+		cmd = append(cmd, "PYTHONPATH="+pp)
+	}
+	cmd = append(cmd, "FLOAT_MATMUL_USE_CONV_EU=1", bin)
+	args := p.pulsarArgs(builder)
+	// pulsarArgs names the container's paths; a native compiler reads the
+	// model directory and writes the output where they are.
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--input_path":
+			args[i+1] = p.modelDir
+		case "--output_path":
+			args[i+1] = outHost
+		}
+	}
+	return append(cmd, args...)
+}
+
+// nativeEnv turns the `env NAME=VALUE… bin` prefix of a native command
+// into the process environment and argv.
+func nativeEnv(command []string) (env, argv []string) {
+	env = envconfig.ChildEnv()
+	i := 1
+	for ; i < len(command) && strings.Contains(command[i], "=") && !strings.HasPrefix(command[i], "/"); i++ {
+		name, _, _ := strings.Cut(command[i], "=")
+		env = append(dropEnv(env, name), command[i])
+	}
+	return env, command[i:]
+}
+
+func dropEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func probeNativeVersion(ctx context.Context, bin string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "version").CombinedOutput()
+	s := string(out)
+	if err != nil {
+		return "", &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("`%s version` failed: %v: %s", bin, err, firstLines(s, 3)),
+			Fix: "check that this is the compiler (it should print version: and commit: lines), or pass --builder to skip the version probe"}
+	}
+	v, err := ParseVersion(s)
+	if err != nil {
+		return "", &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("%s: %v", bin, err), Fix: "pass --builder llm_build or llm_build2"}
+	}
+	return v, nil
+}
+
+// runNative runs the compiler in its own process group, streaming its
+// merged output to logw and through the scanner; cancelling ctx stops the
+// whole group (pulsar2 --parallel forks workers).
+func runNative(ctx context.Context, command []string, logw io.Writer) (*logScanner, error) {
+	sc := &logScanner{}
+	env, argv := nativeEnv(command)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return sc, err
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return sc, &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("start %s: %v", argv[0], err),
+			Fix: "check that --pulsar2-bin names an executable compiler"}
+	}
+	pw.Close()
+	lines := newLineScanner(pr)
+	for lines.Scan() {
+		line := lines.Text()
+		sc.add(line)
+		fmt.Fprintln(logw, line)
+	}
+	pr.Close()
+	err = cmd.Wait()
+	if ctx.Err() != nil {
+		return sc, ctx.Err()
+	}
+	return sc, err
+}
+
+// judgeNative is judgeRun for a compiler without a container: exit 126
+// and 127 mean the compiler (or what its wrapper runs) could not be
+// executed, not that a container did not start.
+func judgeNative(sc *logScanner, runErr error, bin, builder string) error {
+	var ee *exec.ExitError
+	if errors.As(runErr, &ee) && sc.failure == nil {
+		if code := ee.ExitCode(); code == 126 || code == 127 {
+			return &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("%s could not run the compiler (exit %d)", bin, code), Line: sc.lastLine(), Tail: sc.tail,
+				Fix: "a wrapper script runs a program that is missing or not executable: run " + bin + " version by hand, or point --pulsar2-bin at the compiler's own entry point"}
+		}
+	}
+	return judgeRun(sc, runErr, RuntimeNative, builder, bin)
+}
+
+func (s *logScanner) lastLine() string {
+	if len(s.tail) == 0 {
+		return ""
+	}
+	return s.tail[len(s.tail)-1]
+}
