@@ -26,6 +26,7 @@ type FileConfig struct {
 	KeepAlive *api.Duration         `json:"keep_alive,omitempty"`
 	MaxQueue  int                   `json:"max_queue,omitempty"`
 	Watchdog  string                `json:"watchdog,omitempty"`
+	HotTempC  *float64              `json:"hot_temp_c,omitempty"` // /health's "hot" limit (°C)
 	Lanes     map[string]LaneConfig `json:"lanes,omitempty"`
 	Axcl      AxclConfig            `json:"axcl"`
 	Upstreams []upstream.Config     `json:"upstreams,omitempty"`

@@ -57,6 +57,7 @@ func axDir(t testing.TB, root, name, fake string, sizeMiB int) string {
 	write("m_post.axmodel", make([]byte, 1<<10))
 	write("m_p128_l0_together.axmodel", make([]byte, sizeMiB<<20-1<<10))
 	write("fake.json", []byte(fake))
+	write("t.txt", []byte(byteTokenizerTxt())) // the runtime fails without its tokenizer file
 	return dir
 }
 

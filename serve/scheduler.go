@@ -52,6 +52,7 @@ type runner struct {
 	lastUsed  time.Time
 	keepAlive time.Duration
 	expiresAt time.Time
+	loadedAt  time.Time // when the load finished (/health's "since")
 	timer     *time.Timer
 	gen       uint64 // bumped on every use, so stale expiry timers do nothing
 }
@@ -247,6 +248,7 @@ func (s *Scheduler) load(ctx context.Context, ln *lane, e *Entry) error {
 		r.size = sz
 	}
 	r.lastUsed = time.Now()
+	r.loadedAt = r.lastUsed
 	s.metrics.loads.Add(1)
 	s.logf("loaded %s in %v (%d MiB)", e.Name, time.Since(t0).Round(time.Millisecond), r.size>>20)
 	if s.closed {
@@ -421,6 +423,7 @@ type Loaded struct {
 	Size      int64
 	ExpiresAt time.Time // zero: never
 	Busy      bool
+	Since     time.Time // loaded at
 }
 
 // Loaded lists the models in memory.
@@ -436,7 +439,7 @@ func (s *Scheduler) Loaded() []Loaded {
 		if r.refs > 0 && r.keepAlive != api.Forever {
 			exp = time.Now().Add(r.keepAlive)
 		}
-		out = append(out, Loaded{Entry: r.entry, Info: r.model.Info(), Lane: r.lane.name, Size: r.size, ExpiresAt: exp, Busy: r.refs > 0})
+		out = append(out, Loaded{Entry: r.entry, Info: r.model.Info(), Lane: r.lane.name, Size: r.size, ExpiresAt: exp, Busy: r.refs > 0, Since: r.loadedAt})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Entry.Name < out[j].Entry.Name })
 	return out

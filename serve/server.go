@@ -18,7 +18,6 @@ import (
 
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/upstream"
-	"github.com/edgectl/edgectl/internal/version"
 	"github.com/edgectl/edgectl/serve/api"
 )
 
@@ -50,6 +49,16 @@ type Options struct {
 	MaxBody      int64         // request body limit in bytes (default 8 MiB): 413 beyond it
 	BodyTimeout  time.Duration // time to receive a request body (default 30s): 408 after it
 
+	// HotTempC is the temperature (°C, the hotter of the NPU and the host)
+	// above which /health says "hot" and the log warns (default 85).
+	HotTempC float64
+	// NPU reads the accelerator's own sensors (the axcl lane's axcl-smi)
+	// for telemetry and /health; nil where there is none.
+	NPU func(context.Context) (NPUReading, error)
+	// Tests: a fake root for /proc and /sys, and the sampling period.
+	sysRoot     string
+	sampleEvery time.Duration
+
 	Logf func(format string, args ...any)
 }
 
@@ -63,7 +72,7 @@ type Server struct {
 	sched          *Scheduler
 	metrics        *metrics
 	metricsHandler http.Handler
-	host           *host
+	mon            *monitor
 	mux            *http.ServeMux
 	handler        http.Handler
 	bound          atomic.Pointer[[]string] // the listener's own address, once serving
@@ -95,10 +104,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	s := &Server{opts: opts, host: &host{root: "/"}}
+	s := &Server{opts: opts, mon: newMonitor(opts)}
 	s.metrics = newMetrics(func() *Scheduler { return s.sched })
 	s.metricsHandler = newMetricsHandler(s.metrics)
-	s.host.cpuLoad() // the first sample: CPU load is a difference between two
 	s.reg = NewRegistry(opts.ModelDirs, opts.Upstreams)
 	lanes := map[string]*lane{}
 	for name, eng := range opts.Engines {
@@ -136,6 +144,7 @@ func New(opts Options) (*Server, error) {
 		opts.Logf("warning: %s", w)
 	}
 	s.routes()
+	go s.mon.run()
 	// Outside in: count everything; refuse foreign Hosts and origins
 	// before anything runs; the key; then the body, read within limits.
 	s.handler = s.observe(s.checkHost(s.cors(s.auth(s.readBody(s.mux)))))
@@ -150,7 +159,10 @@ func (s *Server) Registry() *Registry { return s.reg }
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close unloads every model and stops the backends.
-func (s *Server) Close() { s.sched.Close() }
+func (s *Server) Close() {
+	s.mon.close()
+	s.sched.Close()
+}
 
 func (s *Server) routes() {
 	m := http.NewServeMux()
@@ -186,10 +198,6 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		}
 		refuse(w, r, http.StatusUnauthorized, "missing or wrong API key: send Authorization: Bearer <key>")
 	})
-}
-
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.String(), "models_loaded": len(s.sched.Loaded())})
 }
 
 // CheckAddr refuses to expose the API beyond this machine without a key.

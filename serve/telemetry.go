@@ -20,11 +20,19 @@ type host struct {
 
 	mu        sync.Mutex
 	snapAt    time.Time
-	snap      api.Hardware
+	snap      hostReading
 	lastAt    time.Time
 	lastIdle  uint64
 	lastTotal uint64
 	lastPct   *float64
+}
+
+// hostReading is one look at the host.
+type hostReading struct {
+	TempC      *float64 // hottest thermal zone
+	RAMUsedMB  *float64 // MemTotal − MemAvailable
+	RAMTotalMB *float64
+	CPULoadPct *float64
 }
 
 func (h *host) path(p string) string { return filepath.Join(h.root, p) }
@@ -32,13 +40,14 @@ func (h *host) path(p string) string { return filepath.Join(h.root, p) }
 // snapshot reads the current values, at most every 200 ms (reading /proc
 // and /sys costs ~75 µs; answers under load reuse the last reading). CPU
 // load is the busy share since the previous reading.
-func (h *host) snapshot() api.Hardware {
+func (h *host) snapshot() hostReading {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.snapAt.IsZero() && time.Since(h.snapAt) < 200*time.Millisecond {
 		return h.snap
 	}
-	h.snap = api.Hardware{TempC: h.temp(), RAMUsedMB: h.ramUsed(), CPULoadPct: h.cpuLoadLocked()}
+	used, total := h.ram()
+	h.snap = hostReading{TempC: h.temp(), RAMUsedMB: used, RAMTotalMB: total, CPULoadPct: h.cpuLoadLocked()}
 	h.snapAt = time.Now()
 	return h.snap
 }
@@ -63,13 +72,13 @@ func (h *host) temp() *float64 {
 	return best
 }
 
-func (h *host) ramUsed() *float64 {
+func (h *host) ram() (used, total *float64) {
 	f, err := os.Open(h.path("proc/meminfo"))
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer f.Close()
-	var total, avail float64
+	var totalKB, avail float64
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
@@ -79,16 +88,16 @@ func (h *host) ramUsed() *float64 {
 		v, _ := strconv.ParseFloat(fs[1], 64)
 		switch fs[0] {
 		case "MemTotal:":
-			total = v
+			totalKB = v
 		case "MemAvailable:":
 			avail = v
 		}
 	}
-	if total == 0 {
-		return nil
+	if totalKB == 0 {
+		return nil, nil
 	}
-	mb := (total - avail) / 1024
-	return &mb
+	usedMB, totalMB := (totalKB-avail)/1024, totalKB/1024
+	return &usedMB, &totalMB
 }
 
 func (h *host) cpuLoad() *float64 {
@@ -130,7 +139,10 @@ func (h *host) cpuLoadLocked() *float64 {
 	return h.lastPct
 }
 
-// telemetry builds the metrics block for one generation.
+// telemetry builds the metrics block for one generation. Host figures are
+// read now; the NPU's come from the monitor's samples, so an answer never
+// waits for axcl-smi, and npu_delta_t compares the last sample with the
+// one taken before the request began.
 func (s *Server) telemetry(res engine.Result, l *Lease, total time.Duration) *api.Metrics {
 	m := &api.Metrics{
 		TTFTMS:     float64(res.TTFT) / float64(time.Millisecond),
@@ -140,7 +152,7 @@ func (s *Server) telemetry(res engine.Result, l *Lease, total time.Duration) *ap
 		QueueMS:    float64(l.Queued) / float64(time.Millisecond),
 		LoadMS:     float64(l.LoadDuration) / float64(time.Millisecond),
 		Lane:       l.Lane,
-		Hardware:   s.host.snapshot(),
+		Hardware:   s.mon.hardware(time.Now().Add(-total)),
 	}
 	if len(res.Extra) > 0 {
 		m.Hardware.Extra = res.Extra

@@ -35,6 +35,7 @@ type serveOptions struct {
 	AllowedHosts []string
 	MaxBody      string
 	BodyTimeout  time.Duration
+	HotTemp      float64
 
 	changed func(string) bool
 }
@@ -78,6 +79,7 @@ told otherwise; a non-loopback --addr needs --api-key.`,
 	f.StringSliceVar(&opts.AllowedHosts, "allowed-hosts", nil, "Host names accepted without --api-key besides loopback ones, comma-separated (env EDGECTL_ALLOWED_HOSTS)")
 	f.StringVar(&opts.MaxBody, "max-body", "8MiB", "largest request body; larger ones get 413")
 	f.DurationVar(&opts.BodyTimeout, "body-timeout", 30*time.Second, "time a client has to send a request body; slower ones get 408")
+	f.Float64Var(&opts.HotTemp, "hot-temp", serve.DefaultHotTempC, "°C above which /health reports \"hot\" and the log warns (NPU or host, whichever is hotter)")
 	return cmd
 }
 
@@ -128,12 +130,21 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 		ax.StartTimeout, _ = time.ParseDuration(fc.Axcl.StartTimeout)
 	}
 	logf := func(format string, args ...any) { io.Logf("serve: "+format, args...) }
+	ax.Logf = logf // the lane's warnings (history truncated, restarts) in serve's log
+	axEngine := axcl.New(ax)
+	var npu func(context.Context) (serve.NPUReading, error)
+	if axEngine.HasSMI() { // an AXCL card: its temperature and CMM come from axcl-smi
+		npu = func(ctx context.Context) (serve.NPUReading, error) {
+			c, err := axEngine.Card(ctx)
+			return serve.NPUReading{TempC: c.TempC, CMMUsedMB: c.CMMUsedMiB, CMMTotalMB: c.CMMTotalMiB}, err
+		}
+	}
 	srv, err := serve.New(serve.Options{
 		ModelDirs: models,
 		Upstreams: fc.Upstreams,
 		Engines: map[string]engine.Engine{
 			serve.LaneCPU:  cpu.New(),
-			serve.LaneAxcl: axcl.New(ax),
+			serve.LaneAxcl: axEngine,
 			"upstream":     upstream.New(fc.Upstreams, upstream.Options{}),
 		},
 		Lanes:     lanes,
@@ -147,6 +158,8 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 		AllowedHosts: allowedHosts,
 		MaxBody:      maxBody,
 		BodyTimeout:  opts.BodyTimeout,
+		HotTempC:     st.HotTempC,
+		NPU:          npu,
 	})
 	if err != nil {
 		return cli.Exit(cli.ExitUsage, err)

@@ -20,6 +20,7 @@ type serveSettings struct {
 	Origins      []string
 	AllowedHosts []string
 	Lanes        map[string]serve.LaneConfig
+	HotTempC     float64 // /health's "hot" limit
 }
 
 // layered is the one precedence rule for serve's settings: a flag given on
@@ -97,6 +98,15 @@ func resolveServe(opts *serveOptions, fc *serve.FileConfig) (serveSettings, erro
 		fileWatchdog, _ = time.ParseDuration(fc.Watchdog) // ReadConfig checked it
 	}
 	s.Watchdog = layered(opts.Watchdog, given("watchdog"), fileWatchdog, fc.Watchdog != "", 0, false)
+
+	var fileHot float64
+	if fc.HotTempC != nil {
+		fileHot = *fc.HotTempC
+	}
+	s.HotTempC = layered(opts.HotTemp, given("hot-temp"), fileHot, fc.HotTempC != nil, 0, false)
+	if s.HotTempC <= 0 || s.HotTempC > 150 {
+		return s, cli.Usagef("hot temperature must be between 0 and 150 °C (got %g from --hot-temp or hot_temp_c)", s.HotTempC)
+	}
 
 	s.Lanes, err = resolveLanes(opts, given, fc)
 	return s, err

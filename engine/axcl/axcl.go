@@ -13,12 +13,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/tokenizer"
 )
 
 // Options configure how the vendor runtime is started and stopped.
@@ -45,6 +47,9 @@ type Options struct {
 	SMI []string
 	// Device is the card axcl-smi queries (default 0).
 	Device int
+	// Logf receives warnings (a conversation truncated to fit the
+	// context) and restarts; default: the standard logger.
+	Logf func(format string, args ...any)
 }
 
 func (o Options) withDefaults() Options {
@@ -69,6 +74,9 @@ func (o Options) withDefaults() Options {
 	if o.SMI == nil {
 		o.SMI = []string{"axcl-smi"}
 	}
+	if o.Logf == nil {
+		o.Logf = log.Printf
+	}
 	return o
 }
 
@@ -90,7 +98,8 @@ func (e *Engine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{dir: path, opts: e.opts}
+	m := &Model{dir: path, opts: e.opts, defaultSystem: cfg.SystemPrompt,
+		sysVia: systemMechanism(e.opts.Command), countTokens: tokenCounter(path)}
 	m.info = engine.ModelInfo{
 		Name:      cfg.ModelName,
 		Format:    "axmodel",
@@ -98,7 +107,19 @@ func (e *Engine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 		VocabSize: cfg.TokensEmbedNum,
 	}
 	m.cmmBefore, m.smiOK = m.cmmUsed()
-	if err := m.start(ctx); err != nil {
+	if m.sysVia == sysFlag { // the legacy command line carries it
+		for i := 1; i < len(e.opts.Command); i++ {
+			if e.opts.Command[i-1] == "--system_prompt" {
+				m.defaultSystem = e.opts.Command[i]
+			}
+		}
+	}
+	m.system = m.defaultSystem
+	args, _, err := m.commandFor(m.system)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.start(ctx, args); err != nil {
 		return nil, err
 	}
 	if m.smiOK {
@@ -107,6 +128,17 @@ func (e *Engine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 		}
 	}
 	return m, nil
+}
+
+// tokenCounter counts tokens with the model's own tokenizer (the
+// tokenizer/ directory the compile step writes) when it loads, else
+// estimates them.
+func tokenCounter(dir string) func(string) int {
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer"))
+	if err != nil {
+		return estimateTokens
+	}
+	return func(s string) int { return len(tok.Encode(s, false)) }
 }
 
 // ErrExited reports that the runtime process is gone; the model must be

@@ -35,6 +35,7 @@ func modelDir(t testing.TB, fake string) string {
 	write("fake_post.axmodel", strings.Repeat("p", 1000))
 	write("fake_p128_l0_together.axmodel", strings.Repeat("l", 3000))
 	write("fake.json", fake)
+	write("qwen3_tokenizer.txt", ByteTokenizerTxt())
 	return dir
 }
 
@@ -284,7 +285,8 @@ func TestParseSMI(t *testing.T) {
 }
 
 // A legacy main_axcl_* binary: ">> " prompt, bracket logs, "q" to quit and
-// no reset command, so its conversation carries over between sessions.
+// no reset command: a conversation continues turn by turn, and a new one
+// restarts the process (the only way such a build forgets).
 func TestLegacyBinary(t *testing.T) {
 	legacy := filepath.Join(t.TempDir(), "main_axcl_x86")
 	b, err := os.ReadFile(fakeRuntime(t))
@@ -302,11 +304,19 @@ func TestLegacyBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pid := m.(*Model).PID()
+	var msgs []engine.Message
 	for i, want := range []string{"You said: a (turn 1). ☕", "You said: b (turn 2). ☕"} {
-		text, _, err := generate(t, context.Background(), m, engine.Request{Prompt: string(rune('a' + i))})
+		msgs = append(msgs, engine.Message{Role: "user", Content: string(rune('a' + i))})
+		text, _, err := generate(t, context.Background(), m, engine.Request{Messages: msgs})
 		if err != nil || text != want {
 			t.Errorf("turn %d: %q %v", i, text, err)
 		}
+		msgs = append(msgs, engine.Message{Role: "assistant", Content: text})
+	}
+	text, _, err := generate(t, context.Background(), m, engine.Request{Prompt: "c"})
+	if err != nil || text != "You said: c (turn 1). ☕" || m.(*Model).PID() == pid {
+		t.Errorf("new conversation: %q %v (pid %d → %d)", text, err, pid, m.(*Model).PID())
 	}
 	done := make(chan error, 1)
 	go func() { done <- m.Close() }()
@@ -320,5 +330,26 @@ func TestLegacyBinary(t *testing.T) {
 	}
 	if m.(*Model).Alive() == nil {
 		t.Error("closed model alive")
+	}
+}
+
+// The runtime loads the tokenizer file config.json names; without it, it
+// fails at init with the vendor loader's message, which Load reports.
+func TestLoadFailsWithoutTokenizerFile(t *testing.T) {
+	e := newTestEngine(t, t.TempDir())
+	dir := modelDir(t, `{}`)
+	if err := os.Remove(filepath.Join(dir, "qwen3_tokenizer.txt")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Load(context.Background(), dir, engine.LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "Failed: can't load tokenzier from:") {
+		t.Fatalf("load without tokenizer: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "qwen3_tokenizer.txt"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Load(context.Background(), dir, engine.LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "Failed: magic number is wrong from:") {
+		t.Fatalf("load with a JSON tokenizer: %v", err)
 	}
 }

@@ -41,8 +41,18 @@ type Model struct {
 	initCMM   int // remain_cmm at init (MiB)
 	maxTokens int // max_token_len at init
 
-	mu        sync.Mutex // one conversation turn at a time
-	dirty     bool       // a turn ran since start or the last reset
+	mu    sync.Mutex // one conversation turn at a time
+	dirty bool       // a turn ran since start or the last reset
+	// The conversation the runtime's KV cache holds (conversation.go); nil
+	// when unknown (after an error), which forces a rebuild.
+	held          *conversation
+	defaultSystem string  // config.json's system_prompt
+	system        string  // the system prompt the process was started with
+	sysVia        sysMode // how a system prompt reaches the runtime
+	shadow        string  // per-model directory with a rewritten config.json
+	countTokens   func(string) int
+
+	procMu    sync.Mutex // process start/stop (restart, Close)
 	deadMu    sync.Mutex
 	dead      error
 	closeOnce sync.Once
@@ -79,11 +89,8 @@ func (m *Model) markDead(err error) {
 	m.deadMu.Unlock()
 }
 
-func (m *Model) start(ctx context.Context) error {
-	args := make([]string, len(m.opts.Command))
-	for i, a := range m.opts.Command {
-		args[i] = strings.ReplaceAll(a, "{dir}", m.dir)
-	}
+// start runs args and waits for the first prompt.
+func (m *Model) start(ctx context.Context, args []string) error {
 	master, tty, err := pty.Open()
 	if err != nil {
 		return fmt.Errorf("open pseudo-terminal for %s: %w", args[0], err)
@@ -107,29 +114,37 @@ func (m *Model) start(ctx context.Context) error {
 		return fmt.Errorf("start %s: %w (install the ax-llm runtime or set the axcl command in the serve config)", args[0], err)
 	}
 	tty.Close()
+	exited := make(chan struct{})
 	m.cmd, m.pty = cmd, master
 	m.out = make(chan []byte, 256)
 	m.stop = make(chan struct{})
-	m.exited = make(chan struct{})
+	m.p, m.pending, m.tail = parser{}, nil, nil
+	m.deadMu.Lock()
+	m.exited, m.waitErr = exited, nil
+	m.deadMu.Unlock()
+	out, stop := m.out, m.stop
 	go func() {
 		buf := make([]byte, 4096)
 		for {
 			n, err := master.Read(buf)
 			if n > 0 {
 				select {
-				case m.out <- append([]byte(nil), buf[:n]...):
-				case <-m.stop:
+				case out <- append([]byte(nil), buf[:n]...):
+				case <-stop:
 				}
 			}
 			if err != nil {
-				close(m.out)
+				close(out)
 				return
 			}
 		}
 	}()
 	go func() {
-		m.waitErr = cmd.Wait()
-		close(m.exited)
+		err := cmd.Wait()
+		m.deadMu.Lock()
+		m.waitErr = err
+		m.deadMu.Unlock()
+		close(exited)
 	}()
 
 	ctx, cancel := context.WithTimeout(ctx, m.opts.StartTimeout)
@@ -137,7 +152,7 @@ func (m *Model) start(ctx context.Context) error {
 	for {
 		ev, err := m.next(ctx)
 		if err != nil {
-			m.Close()
+			m.stopProcess()
 			if errors.Is(err, context.DeadlineExceeded) {
 				return fmt.Errorf("%s: no \"prompt >> \" after %v: %s", m.dir, m.opts.StartTimeout, m.lastOutput())
 			}
@@ -255,23 +270,32 @@ func (m *Model) kill(reason error) {
 func (m *Model) Close() error {
 	m.closeOnce.Do(func() {
 		m.markDead(errors.New("model closed"))
-		if !m.waitExit(0) {
-			_ = m.write(m.opts.QuitCommand + "\n")
-			if !m.waitExit(m.opts.StopTimeout / 2) {
-				m.signal(syscall.SIGTERM)
-				if !m.waitExit(m.opts.StopTimeout) {
-					m.signal(syscall.SIGKILL)
-					m.waitExit(m.opts.StopTimeout)
-				}
-			}
-		}
-		close(m.stop) // the reader must not block on a full channel
-		m.pty.Close()
+		m.procMu.Lock()
+		m.stopProcess()
+		m.removeShadow()
+		m.procMu.Unlock()
 		if m.smiOK {
 			m.closeErr = m.checkCMM()
 		}
 	})
 	return m.closeErr
+}
+
+// stopProcess ends the runtime: the quit command, then SIGTERM, then
+// SIGKILL, each given StopTimeout.
+func (m *Model) stopProcess() {
+	if !m.waitExit(0) {
+		_ = m.write(m.opts.QuitCommand + "\n")
+		if !m.waitExit(m.opts.StopTimeout / 2) {
+			m.signal(syscall.SIGTERM)
+			if !m.waitExit(m.opts.StopTimeout) {
+				m.signal(syscall.SIGKILL)
+				m.waitExit(m.opts.StopTimeout)
+			}
+		}
+	}
+	close(m.stop) // the reader must not block on a full channel
+	m.pty.Close()
 }
 
 // checkCMM waits briefly for the driver to return the process's CMM pool.

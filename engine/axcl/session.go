@@ -19,41 +19,20 @@ func (m *Model) NewSession() (engine.Session, error) {
 	return &session{m: m}, nil
 }
 
-type session struct {
-	m     *Model
-	turns int
+type session struct{ m *Model }
+
+// Reset forgets the conversation: the next request rebuilds it.
+func (s *session) Reset() error {
+	s.m.mu.Lock()
+	s.m.held = nil
+	s.m.mu.Unlock()
+	return nil
 }
 
-func (s *session) Reset() error { s.turns = 0; return nil }
 func (s *session) Close() error { return nil }
 
-// promptLine is what the runtime reads with getline: one line of text. The
-// runtime applies its own chat template and system prompt (config.json), so
-// a chat request sends its last user message; earlier turns of the
-// conversation live in the runtime's KV cache only when the same session
-// continues.
-func promptLine(req engine.Request) (string, error) {
-	text := req.Prompt
-	if len(req.Messages) > 0 {
-		text = ""
-		for i := len(req.Messages) - 1; i >= 0; i-- {
-			if req.Messages[i].Role == "user" {
-				text = req.Messages[i].Content
-				break
-			}
-		}
-	}
-	text = strings.Join(strings.Fields(text), " ")
-	if text == "" {
-		return "", ErrEmptyPrompt
-	}
-	if strings.HasPrefix(text, "/") {
-		text = " " + text // not a runtime command (/q, /reset, …)
-	}
-	return text, nil
-}
-
-// Generate sends one prompt line and streams the runtime's answer.
+// Generate maps the request onto the runtime's conversation
+// (conversation.go), sends the new user line and streams the answer.
 func (s *session) Generate(ctx context.Context, req engine.Request, emit func(engine.Token) error) (engine.Result, error) {
 	m := s.m
 	m.mu.Lock()
@@ -62,24 +41,108 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 	if err := m.Alive(); err != nil {
 		return res, err
 	}
-	line, err := promptLine(req)
+	c, err := parseChat(req, m.defaultSystem)
 	if err != nil {
 		return res, err
 	}
-	if s.turns == 0 && m.dirty && m.opts.ResetCommand != "" {
+	extra := map[string]any{}
+	line := c.last
+	if m.dirty && c.continues(m.held) {
+		extra["conversation"] = "continued"
+	} else {
+		m.held = nil // unknown until the rebuild completes
+		reserve := req.MaxTokens
+		if reserve <= 0 || reserve > m.maxTokens/2 {
+			reserve = m.maxTokens / 4
+		}
+		if n := c.fit(m.maxTokens, reserve, m.countTokens); n > 0 {
+			w := fmt.Sprintf("conversation too long for the %d-token context: dropped the %d oldest turn(s)", m.maxTokens, n)
+			m.opts.Logf("axcl: %s: warning: %s", m.info.Name, w)
+			extra["context_truncated_turns"] = n
+			extra["warning"] = w
+		}
+		if line, err = m.rebuild(ctx, c); err != nil {
+			return res, err
+		}
+		extra["conversation"] = "rebuilt"
+		extra["replayed_turns"] = len(c.turns)
+	}
+	res, answer, err := m.turn(ctx, line, req, emit)
+	if err != nil {
+		m.held = nil
+		return res, err
+	}
+	m.held.turns = append(m.held.turns, exchange{user: c.last, answer: answer})
+	for k, v := range extra {
+		res.Extra[k] = v
+	}
+	return res, nil
+}
+
+// rebuild gives the runtime a fresh cache holding c's system prompt and
+// earlier user lines. A new system prompt needs a restart (the runtime
+// reads it at start); otherwise /reset, or a restart for builds without
+// a reset command. It returns the line to send for c.last.
+func (m *Model) rebuild(ctx context.Context, c chat) (string, error) {
+	switch {
+	case c.system != m.system && m.sysVia != sysNone:
+		if err := m.restart(ctx, c.system); err != nil {
+			return "", err
+		}
+	case !m.dirty:
+	case m.opts.ResetCommand != "":
 		if err := m.write(m.opts.ResetCommand + "\n"); err != nil {
-			return res, m.fail(err)
+			return "", m.fail(err)
 		}
 		if err := m.waitReady(); err != nil {
-			return res, m.fail(fmt.Errorf("no prompt after %s: %w", m.opts.ResetCommand, err))
+			return "", m.fail(fmt.Errorf("no prompt after %s: %w", m.opts.ResetCommand, err))
 		}
+		m.dirty = false
+	default:
+		if err := m.restart(ctx, m.system); err != nil {
+			return "", err
+		}
+	}
+	lines := make([]string, 0, len(c.turns)+1)
+	for _, t := range c.turns {
+		lines = append(lines, t.user)
+	}
+	lines = append(lines, c.last)
+	if m.sysVia == sysNone && c.system != m.system && c.system != "" {
+		// no way to hand the runtime a system prompt: it leads the first line
+		lines[0] = foldLine(c.system + " " + lines[0])
+	}
+	held := &conversation{system: c.system}
+	discard := func(engine.Token) error { return nil }
+	for i, t := range c.turns {
+		if _, _, err := m.turn(ctx, lines[i], engine.Request{}, discard); err != nil {
+			return "", err
+		}
+		// The cache now holds the runtime's new answer; the client's is
+		// what the next request repeats, so that is what is matched.
+		held.turns = append(held.turns, t)
+	}
+	m.held = held
+	return lines[len(lines)-1], nil
+}
+
+// turn sends one prompt line and streams the runtime's answer, returning
+// the text emitted.
+func (m *Model) turn(ctx context.Context, line string, req engine.Request, emit0 func(engine.Token) error) (engine.Result, string, error) {
+	var res engine.Result
+	var answer strings.Builder
+	emit := func(t engine.Token) error {
+		answer.WriteString(t.Text)
+		return emit0(t)
+	}
+	if line == "" {
+		return res, "", ErrEmptyPrompt
 	}
 	start := time.Now()
 	if err := m.write(line + "\n"); err != nil {
-		return res, m.fail(err)
+		return res, "", m.fail(err)
 	}
 	m.dirty = true
-	s.turns++
 
 	var (
 		first     time.Time
@@ -154,16 +217,16 @@ loop:
 				if haltErr == errHalt {
 					break loop
 				}
-				return res, haltErr
+				return res, "", haltErr
 			}
 			if ctx.Err() != nil && !interrupt {
 				halt(ctx.Err())
 				continue
 			}
 			if haltErr != nil && haltErr != errHalt {
-				return res, haltErr
+				return res, "", haltErr
 			}
-			return res, m.fail(err)
+			return res, "", m.fail(err)
 		}
 		switch ev.kind {
 		case evReady:
@@ -205,7 +268,7 @@ loop:
 		}
 	}
 	if haltErr != nil && haltErr != errHalt {
-		return res, haltErr
+		return res, "", haltErr
 	}
 	if haltErr == errHalt && finish != engine.FinishLength {
 		finish = engine.FinishStop
@@ -235,7 +298,7 @@ loop:
 	if kv.kv {
 		res.Extra["kv_remaining"] = kv.remaining
 	}
-	return res, nil
+	return res, answer.String(), nil
 }
 
 var errHalt = errors.New("halt")

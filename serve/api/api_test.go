@@ -102,12 +102,21 @@ func TestDecodeNumbersOutOfRange(t *testing.T) {
 
 func TestHardwareFlattensLaneFields(t *testing.T) {
 	temp := 50.0
-	b, _ := json.Marshal(Hardware{TempC: &temp, Extra: map[string]any{"npu_cmm_remain_mb": 3788}})
-	if string(b) != `{"cpu_load_pct":null,"npu_cmm_remain_mb":3788,"ram_used_mb":null,"temp_c":50}` {
-		t.Errorf("%s", b)
+	ram := 2310.0
+	b, _ := json.Marshal(Hardware{TempC: &temp, RAMUsageMB: &ram, Extra: map[string]any{"npu_cmm_remain_mb": 3788}})
+	// The seed's names, always present (null when unknown); ram_used_mb is
+	// the old name, kept for a release; CMM figures only where known.
+	want := `{"cpu_load_pct":null,"npu_cmm_remain_mb":3788,"npu_delta_t":null,"npu_temp_c":null,"ram_usage_mb":2310,"ram_used_mb":2310,"temp_c":50}`
+	if string(b) != want {
+		t.Errorf("%s\nwant %s", b, want)
 	}
 	var h Hardware
-	if err := json.Unmarshal(b, &h); err != nil || *h.TempC != 50 || h.Extra["npu_cmm_remain_mb"] != 3788.0 {
+	if err := json.Unmarshal(b, &h); err != nil || *h.TempC != 50 || *h.RAMUsageMB != 2310 || h.Extra["npu_cmm_remain_mb"] != 3788.0 || len(h.Extra) != 1 {
 		t.Errorf("%+v %v", h, err)
+	}
+	// An answer from an older server that only wrote ram_used_mb.
+	if err := json.Unmarshal([]byte(`{"ram_used_mb":100,"npu_cmm_used_mb":18,"npu_cmm_total_mb":7040}`), &h); err != nil ||
+		h.RAMUsageMB == nil || *h.RAMUsageMB != 100 || *h.NPUCMMUsedMB != 18 || *h.NPUCMMTotalMB != 7040 {
+		t.Errorf("old answer: %+v %v", h, err)
 	}
 }

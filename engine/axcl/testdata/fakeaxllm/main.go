@@ -4,13 +4,23 @@
 // /reset and /q, and ^C to stop a running answer. Prompts containing HANG
 // or CRASH make it hang mid-stream (ignoring SIGINT and SIGTERM) or die.
 //
+// Like the real runtime it keeps the conversation in its KV cache until
+// /reset (precompute_len grows turn by turn), prefixes the system_prompt of
+// its config.json (or --system_prompt, as legacy main_* builds take it), and
+// loads the tokenizer file config.json names in url_tokenizer_model
+// (tokenizer.go), failing with the vendor's message when it cannot. A prompt
+// containing HISTORY is answered with the system prompt and every user line
+// the cache holds, decoded through that tokenizer, so tests can see what
+// the runtime remembers.
+//
 // With `--state DIR info --cmm -d N` it acts as axcl-smi, reporting the CMM
 // memory that live fake runtimes (and leaked pools) hold.
 //
 // Behaviour is set by DIR/fake.json:
 //
 //	{"start_delay_ms": 300, "token_delay_ms": 5, "format": "time"|"bracket",
-//	 "legacy_prompt": false, "state_dir": "/tmp/x", "cmm_mb": 1200}
+//	 "legacy_prompt": false, "state_dir": "/tmp/x", "cmm_mb": 1200,
+//	 "max_token_len": 2559}
 package main
 
 import (
@@ -34,6 +44,13 @@ type config struct {
 	LegacyPrompt bool   `json:"legacy_prompt"`
 	StateDir     string `json:"state_dir"`
 	CMMMB        int    `json:"cmm_mb"`
+	MaxTokenLen  int    `json:"max_token_len"`
+}
+
+// modelConfig is the part of the ax-llm config.json the fake reads.
+type modelConfig struct {
+	SystemPrompt      string `json:"system_prompt"`
+	URLTokenizerModel string `json:"url_tokenizer_model"`
 }
 
 var (
@@ -53,15 +70,33 @@ func main() {
 		os.Exit(2)
 	}
 	dir := args[len(args)-1]
+	system, hasSystemFlag := "", false
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--system_prompt" {
+			system, hasSystemFlag = args[i+1], true
+		}
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, "fake.json")); err == nil {
 		if err := json.Unmarshal(b, &cfg); err != nil {
 			fmt.Printf("parse error %v\n", err)
 			os.Exit(1)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+	cb, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
 		logf("E", "Init", "load config.json failed: %v", err)
 		os.Exit(1)
+	}
+	var mc modelConfig
+	if err := json.Unmarshal(cb, &mc); err != nil {
+		fmt.Printf("parse error %v\n", err)
+		os.Exit(1)
+	}
+	if !hasSystemFlag {
+		system = mc.SystemPrompt
+	}
+	if cfg.MaxTokenLen == 0 {
+		cfg.MaxTokenLen = 2559
 	}
 
 	sigs := make(chan os.Signal, 4)
@@ -77,19 +112,29 @@ func main() {
 	}()
 
 	logf("I", "Init", "LLM init start")
+	tok, err := loadTokenizer(filepath.Join(dir, mc.URLTokenizerModel))
+	if err != nil {
+		fmt.Println(err)
+		logf("E", "Init", "tokenizer init failed")
+		os.Exit(1)
+	}
 	time.Sleep(time.Duration(cfg.StartDelayMS) * time.Millisecond)
 	if cfg.StateDir != "" {
 		os.WriteFile(filepath.Join(cfg.StateDir, fmt.Sprintf("cmm-%d", os.Getpid())), []byte(strconv.Itoa(cfg.CMMMB)), 0o644)
 	}
 	logf("I", "Init", "init post axmodel ok,remain_cmm(%d MB)", 7040-cfg.CMMMB)
-	fmt.Print("max_token_len : 2559\n")
-	fmt.Print("kv_cache_size : 1024, kv_cache_num: 2559\n")
+	fmt.Printf("max_token_len : %d\n", cfg.MaxTokenLen)
+	fmt.Printf("kv_cache_size : 1024, kv_cache_num: %d\n", cfg.MaxTokenLen)
 	logf("I", "Init", "LLM init ok")
 	fmt.Print("Type \"q\" to exit, Ctrl+c to stop current running\n")
 	prompt()
 
+	// The KV cache: the system prompt is prefilled at init and after each
+	// reset; every turn adds its prompt and answer.
+	sysTokens := len(tok.encode(system))
 	turn := 0
-	kv := 0
+	kv := sysTokens
+	var held []string // user lines in the cache, as the tokenizer decodes them
 	in := bufio.NewReader(os.Stdin)
 	for {
 		s, err := in.ReadString('\n')
@@ -103,7 +148,7 @@ func main() {
 			cleanup()
 			return
 		case "/reset", "reset":
-			turn, kv = 0, 0
+			turn, kv, held = 0, sysTokens, nil
 			logf("I", "Reset", "reset ok")
 			prompt()
 			continue
@@ -112,6 +157,9 @@ func main() {
 			continue
 		}
 		turn++
+		ids := tok.encode(s)
+		seen := tok.decode(ids)
+		held = append(held, seen)
 		interrupted.Store(false)
 		logf("I", "Run", "ttft: %.2f ms", 12.34)
 		var words []string
@@ -120,8 +168,10 @@ func main() {
 			for i := 0; i < 400; i++ {
 				words = append(words, fmt.Sprintf("w%d ", i))
 			}
+		case strings.Contains(s, "HISTORY"):
+			words = strings.SplitAfter(fmt.Sprintf("system=[%s] history=[%s] (turn %d, kv %d).", system, strings.Join(held, " | "), turn, kv), " ")
 		default:
-			words = strings.SplitAfter(fmt.Sprintf("You said: %s (turn %d). ☕", s, turn), " ")
+			words = strings.SplitAfter(fmt.Sprintf("You said: %s (turn %d). ☕", seen, turn), " ")
 		}
 		n := 0
 		for i, w := range words {
@@ -152,10 +202,10 @@ func main() {
 			n++
 			time.Sleep(time.Duration(cfg.TokenDelayMS) * time.Millisecond)
 		}
-		kv += len(strings.Fields(s)) + n
+		kv += len(ids) + len(tok.encode(strings.Join(words[:n], "")))
 		fmt.Print("\n")
 		logf("N", "Run", "hit eos,avg %.2f token/s", 34.04)
-		logf("I", "GetKVCache", "precompute_len:%d, remaining:%d", kv, 2559-kv)
+		logf("I", "GetKVCache", "precompute_len:%d, remaining:%d", kv, cfg.MaxTokenLen-kv)
 		prompt()
 	}
 }
