@@ -47,6 +47,13 @@ type Options struct {
 	SMI []string
 	// Device is the card axcl-smi queries (default 0).
 	Device int
+	// StateDir holds a PID file per runtime the lane starts, so a later
+	// start ends the ones a killed server left (recovery.go). Default: the
+	// user cache dir's edgectl/axcl/pids.
+	StateDir string
+	// LockDir is where the runtime keeps its lock files, cleaned when no
+	// runtime is left (recovery.go). Default /tmp/axcl.
+	LockDir string
 	// Logf receives warnings (a conversation truncated to fit the
 	// context) and restarts; default: the standard logger.
 	Logf func(format string, args ...any)
@@ -99,7 +106,8 @@ func (e *Engine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 		return nil, err
 	}
 	m := &Model{dir: path, opts: e.opts, defaultSystem: cfg.SystemPrompt,
-		sysVia: systemMechanism(e.opts.Command), countTokens: tokenCounter(path)}
+		sysVia: systemMechanism(e.opts.Command), samp: samplingState{base: loadBasePost(path, cfg)}}
+	m.countTokens, m.exactTokens = tokenCounter(path)
 	m.info = engine.ModelInfo{
 		Name:      cfg.ModelName,
 		Format:    "axmodel",
@@ -115,7 +123,7 @@ func (e *Engine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 		}
 	}
 	m.system = m.defaultSystem
-	args, _, err := m.commandFor(m.system)
+	args, _, err := m.commandFor(m.system, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -131,14 +139,14 @@ func (e *Engine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 }
 
 // tokenCounter counts tokens with the model's own tokenizer (the
-// tokenizer/ directory the compile step writes) when it loads, else
-// estimates them.
-func tokenCounter(dir string) func(string) int {
+// tokenizer/ directory the compile step writes) when it loads (exact is
+// true), else estimates them.
+func tokenCounter(dir string) (count func(string) int, exact bool) {
 	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer"))
 	if err != nil {
-		return estimateTokens
+		return estimateTokens, false
 	}
-	return func(s string) int { return len(tok.Encode(s, false)) }
+	return func(s string) int { return len(tok.Encode(s, false)) }, true
 }
 
 // ErrExited reports that the runtime process is gone; the model must be

@@ -51,6 +51,8 @@ type Model struct {
 	sysVia        sysMode // how a system prompt reaches the runtime
 	shadow        string  // per-model directory with a rewritten config.json
 	countTokens   func(string) int
+	exactTokens   bool          // countTokens is the model's own tokenizer
+	samp          samplingState // post_config.json it runs with (sampling.go)
 
 	procMu    sync.Mutex // process start/stop (restart, Close)
 	deadMu    sync.Mutex
@@ -108,10 +110,20 @@ func (m *Model) start(ctx context.Context, args []string) error {
 	cmd.Env = envconfig.ChildEnv(m.opts.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	// End what a killed server left and record this runtime, as one step
+	// (recovery.go).
+	recoverMu.Lock()
+	recoverLeftovers(ctx, m.opts)
 	if err := cmd.Start(); err != nil {
+		recoverMu.Unlock()
 		master.Close()
 		tty.Close()
 		return fmt.Errorf("start %s: %w (install the ax-llm runtime or set the axcl command in the serve config)", args[0], err)
+	}
+	pidFile, err := writePIDFile(m.opts, cmd.Process.Pid, args, m.dir)
+	recoverMu.Unlock()
+	if err != nil { // the runtime runs; only a later recovery would miss it
+		m.opts.Logf("axcl: warning: %v", err)
 	}
 	tty.Close()
 	exited := make(chan struct{})
@@ -141,6 +153,9 @@ func (m *Model) start(ctx context.Context, args []string) error {
 	}()
 	go func() {
 		err := cmd.Wait()
+		if pidFile != "" {
+			os.Remove(pidFile) // reaped: nothing left to recover
+		}
 		m.deadMu.Lock()
 		m.waitErr = err
 		m.deadMu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/pulsar2"
 )
 
 // NewSession starts a conversation on the runtime. The runtime holds one
@@ -45,9 +46,14 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 	if err != nil {
 		return res, err
 	}
+	// Sampling the process does not run with needs a restart (sampling.go).
+	post, err := m.wantPost(req)
+	if err != nil {
+		return res, err
+	}
 	extra := map[string]any{}
 	line := c.last
-	if m.dirty && c.continues(m.held) {
+	if m.dirty && c.continues(m.held) && samePost(post, m.samp.running) {
 		extra["conversation"] = "continued"
 	} else {
 		m.held = nil // unknown until the rebuild completes
@@ -61,7 +67,7 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 			extra["context_truncated_turns"] = n
 			extra["warning"] = w
 		}
-		if line, err = m.rebuild(ctx, c); err != nil {
+		if line, err = m.rebuild(ctx, c, post); err != nil {
 			return res, err
 		}
 		extra["conversation"] = "rebuilt"
@@ -72,6 +78,14 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 		m.held = nil
 		return res, err
 	}
+	if res.PromptTokens == 0 && m.exactTokens {
+		// no precompute_len logged: the conversation's text, without the
+		// runtime's template
+		res.PromptTokens = m.countTokens(c.system) + m.countTokens(c.last)
+		for _, t := range m.held.turns {
+			res.PromptTokens += m.countTokens(t.user) + m.countTokens(t.answer)
+		}
+	}
 	m.held.turns = append(m.held.turns, exchange{user: c.last, answer: answer})
 	for k, v := range extra {
 		res.Extra[k] = v
@@ -80,13 +94,14 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 }
 
 // rebuild gives the runtime a fresh cache holding c's system prompt and
-// earlier user lines. A new system prompt needs a restart (the runtime
-// reads it at start); otherwise /reset, or a restart for builds without
-// a reset command. It returns the line to send for c.last.
-func (m *Model) rebuild(ctx context.Context, c chat) (string, error) {
+// earlier user lines, sampling as post says. A new system prompt or
+// sampling needs a restart (the runtime reads both at start); otherwise
+// /reset, or a restart for builds without a reset command. It returns the
+// line to send for c.last.
+func (m *Model) rebuild(ctx context.Context, c chat, post *pulsar2.PostConfig) (string, error) {
 	switch {
-	case c.system != m.system && m.sysVia != sysNone:
-		if err := m.restart(ctx, c.system); err != nil {
+	case (c.system != m.system && m.sysVia != sysNone) || !samePost(post, m.samp.running):
+		if err := m.restart(ctx, c.system, post); err != nil {
 			return "", err
 		}
 	case !m.dirty:
@@ -99,7 +114,7 @@ func (m *Model) rebuild(ctx context.Context, c chat) (string, error) {
 		}
 		m.dirty = false
 	default:
-		if err := m.restart(ctx, m.system); err != nil {
+		if err := m.restart(ctx, m.system, m.samp.running); err != nil {
 			return "", err
 		}
 	}
@@ -275,7 +290,14 @@ loop:
 	}
 	end := time.Now()
 	res.FinishReason = finish
+	// Counts: the model's tokenizer over the text the client got, else the
+	// pieces the runtime printed; the prompt is what the runtime's cache
+	// holds (its own precompute_len) less the answer.
+	count := "approximate"
 	res.CompletionTokens = pieces
+	if m.exactTokens {
+		res.CompletionTokens, count = m.countTokens(answer.String()), "tokenizer"
+	}
 	if ttftLog > 0 {
 		res.TTFT = time.Duration(ttftLog * float64(time.Millisecond))
 	} else if !first.IsZero() {
@@ -285,10 +307,10 @@ loop:
 	if !first.IsZero() {
 		res.DecodeDuration = end.Sub(first)
 	}
-	if kv.kv && kv.precompute > pieces {
-		res.PromptTokens = kv.precompute - pieces
+	if kv.kv && kv.precompute > res.CompletionTokens {
+		res.PromptTokens = kv.precompute - res.CompletionTokens
 	}
-	res.Extra = map[string]any{"token_count": "approximate"}
+	res.Extra = map[string]any{"token_count": count}
 	if avgTPS > 0 {
 		res.Extra["npu_reported_tps"] = avgTPS
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/edgectl/edgectl/pulsar2"
 )
 
 // How a system prompt reaches the runtime. `axllm run` reads it only from
@@ -38,31 +40,54 @@ func systemMechanism(cmd []string) sysMode {
 }
 
 // commandFor is the runtime's command line holding system as its system
-// prompt, and the shadow directory made for it ("" when none was needed).
-func (m *Model) commandFor(system string) ([]string, string, error) {
+// prompt and post as its sampling (nil: the model's own post_config.json),
+// and the directory made for them ("" when none was needed).
+func (m *Model) commandFor(system string, post *pulsar2.PostConfig) ([]string, string, error) {
 	dir, shadow := m.dir, ""
-	if m.sysVia == sysConfig && system != m.defaultSystem {
-		var err error
-		if shadow, err = shadowDir(m.dir, system); err != nil {
+	var err error
+	switch {
+	case m.sysVia == sysConfig && (system != m.defaultSystem || post != nil):
+		if shadow, err = shadowDir(m.dir, system, post); err != nil {
 			return nil, "", err
 		}
 		dir = shadow
+	case m.sysVia == sysFlag && post != nil:
+		// main_* binaries take --post_config_path (ax-llm src/main.cpp).
+		if shadow, err = os.MkdirTemp("", "edgectl-axcl-"); err != nil {
+			return nil, "", fmt.Errorf("per-model post_config.json: %w", err)
+		}
 	}
-	args := make([]string, len(m.opts.Command))
+	args := make([]string, 0, len(m.opts.Command)+2)
+	postFlag := false
 	for i, a := range m.opts.Command {
-		args[i] = strings.ReplaceAll(a, "{dir}", dir)
-		if m.sysVia == sysFlag && i > 0 && m.opts.Command[i-1] == "--system_prompt" {
-			args[i] = system
+		a = strings.ReplaceAll(a, "{dir}", dir)
+		if i > 0 && m.opts.Command[i-1] == "--system_prompt" && m.sysVia == sysFlag {
+			a = system
+		}
+		if i > 0 && m.opts.Command[i-1] == "--post_config_path" && m.sysVia == sysFlag && post != nil {
+			a, postFlag = filepath.Join(shadow, pulsar2.PostConfigName), true
+		}
+		args = append(args, a)
+	}
+	if m.sysVia == sysFlag && post != nil {
+		path, err := writePost(shadow, post)
+		if err != nil {
+			os.RemoveAll(shadow)
+			return nil, "", fmt.Errorf("per-model post_config.json in %s: %w", shadow, err)
+		}
+		if !postFlag {
+			args = append(args, "--post_config_path", path)
 		}
 	}
 	return args, shadow, nil
 }
 
 // shadowDir makes a directory that links every file of dir except
-// config.json, which is a copy with system_prompt set: the runtime resolves
-// the config's paths against the directory it is given, so the links keep
-// them valid, and the model directory itself is never written.
-func shadowDir(dir, system string) (string, error) {
+// config.json, which is a copy with system_prompt set (and, with post,
+// post_config_path naming a post_config.json written there): the runtime
+// resolves the config's paths against the directory it is given, so the
+// links keep them valid, and the model directory itself is never written.
+func shadowDir(dir, system string, post *pulsar2.PostConfig) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return "", err
@@ -73,6 +98,9 @@ func shadowDir(dir, system string) (string, error) {
 	}
 	sp, _ := json.Marshal(system)
 	cfg["system_prompt"] = sp
+	if post != nil {
+		cfg["post_config_path"] = json.RawMessage(`"` + pulsar2.PostConfigName + `"`)
+	}
 	out, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return "", err
@@ -88,7 +116,7 @@ func shadowDir(dir, system string) (string, error) {
 	ents, err := os.ReadDir(abs)
 	if err == nil {
 		for _, e := range ents {
-			if e.Name() == "config.json" {
+			if e.Name() == "config.json" || (post != nil && e.Name() == pulsar2.PostConfigName) {
 				continue
 			}
 			if err = os.Symlink(filepath.Join(abs, e.Name()), filepath.Join(shadow, e.Name())); err != nil {
@@ -99,6 +127,9 @@ func shadowDir(dir, system string) (string, error) {
 	if err == nil {
 		err = os.WriteFile(filepath.Join(shadow, "config.json"), out, 0o644)
 	}
+	if err == nil && post != nil {
+		_, err = writePost(shadow, post)
+	}
 	if err != nil {
 		os.RemoveAll(shadow)
 		return "", fmt.Errorf("per-model config for the system prompt in %s: %w", shadow, err)
@@ -106,18 +137,19 @@ func shadowDir(dir, system string) (string, error) {
 	return shadow, nil
 }
 
-// restart stops the runtime and starts it again holding system: the only
-// way to change its system prompt, and the reset of builds without one.
-func (m *Model) restart(ctx context.Context, system string) error {
+// restart stops the runtime and starts it again holding system and post:
+// the only way to change its system prompt or sampling (both read at
+// init), and the reset of builds without a reset command.
+func (m *Model) restart(ctx context.Context, system string, post *pulsar2.PostConfig) error {
 	m.procMu.Lock()
 	defer m.procMu.Unlock()
 	if err := m.Alive(); err != nil {
 		return err
 	}
-	m.opts.Logf("axcl: %s: restarting the runtime for a new conversation (system prompt %q)", m.info.Name, system)
+	m.opts.Logf("axcl: %s: restarting the runtime for a new conversation (system prompt %q, sampling %s)", m.info.Name, system, postWords(post))
 	m.stopProcess()
 	m.removeShadow()
-	args, shadow, err := m.commandFor(system)
+	args, shadow, err := m.commandFor(system, post)
 	if err != nil {
 		m.markDead(err)
 		return err
@@ -127,7 +159,7 @@ func (m *Model) restart(ctx context.Context, system string) error {
 		m.markDead(err)
 		return err
 	}
-	m.system, m.dirty = system, false
+	m.system, m.samp.running, m.dirty = system, post, false
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -95,8 +96,24 @@ const (
 // Main is a TestMain for packages that use Build: it runs the tests and
 // removes what they built, so test runs leave nothing in the temp dir.
 func Main(m *testing.M) {
+	// Nothing a test (or a program it starts) does may write into the
+	// user's own cache: the Hub cache, prep's step cache and the vendor
+	// lane's PID files all default under XDG_CACHE_HOME.
+	// A test binary a test runs as a child (and may kill) shares its
+	// parent's directory instead of making one it cannot remove.
+	const mark = "edgectl-test-cache-"
+	var cache string
+	if !strings.Contains(envconfig.XDGCacheHome.Get(), mark) {
+		if d, err := os.MkdirTemp("", mark); err == nil {
+			cache = d
+			os.Setenv("XDG_CACHE_HOME", cache)
+		}
+	}
 	code := m.Run()
 	Cleanup()
+	if cache != "" {
+		os.RemoveAll(cache)
+	}
 	os.Exit(code)
 }
 

@@ -13,6 +13,13 @@
 // the cache holds, decoded through that tokenizer, so tests can see what
 // the runtime remembers.
 //
+// It reads post_config.json as LLMPostprocess::load_config does: the file
+// config.json's post_config_path names (default post_config.json, relative
+// to DIR) or --post_config_path for legacy builds; all nine keys are
+// required ("type must be boolean, but is null"), a missing file is a
+// warning. It logs the settings it loaded ("load config: {...}") and
+// answers a prompt containing SAMPLING with them.
+//
 // With `--state DIR info --cmm -d N` it acts as axcl-smi, reporting the CMM
 // memory that live fake runtimes (and leaked pools) hold.
 //
@@ -51,6 +58,7 @@ type config struct {
 type modelConfig struct {
 	SystemPrompt      string `json:"system_prompt"`
 	URLTokenizerModel string `json:"url_tokenizer_model"`
+	PostConfigPath    string `json:"post_config_path"`
 }
 
 var (
@@ -70,10 +78,13 @@ func main() {
 		os.Exit(2)
 	}
 	dir := args[len(args)-1]
-	system, hasSystemFlag := "", false
+	system, hasSystemFlag, postPath := "", false, ""
 	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "--system_prompt" {
+		switch args[i] {
+		case "--system_prompt":
 			system, hasSystemFlag = args[i+1], true
+		case "--post_config_path":
+			postPath = args[i+1]
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "fake.json")); err == nil {
@@ -118,6 +129,15 @@ func main() {
 		logf("E", "Init", "tokenizer init failed")
 		os.Exit(1)
 	}
+	if postPath == "" {
+		postPath = mc.PostConfigPath
+		if postPath == "" {
+			postPath = "post_config.json"
+		}
+		if !filepath.IsAbs(postPath) {
+			postPath = filepath.Join(dir, postPath)
+		}
+	}
 	time.Sleep(time.Duration(cfg.StartDelayMS) * time.Millisecond)
 	if cfg.StateDir != "" {
 		os.WriteFile(filepath.Join(cfg.StateDir, fmt.Sprintf("cmm-%d", os.Getpid())), []byte(strconv.Itoa(cfg.CMMMB)), 0o644)
@@ -125,6 +145,7 @@ func main() {
 	logf("I", "Init", "init post axmodel ok,remain_cmm(%d MB)", 7040-cfg.CMMMB)
 	fmt.Printf("max_token_len : %d\n", cfg.MaxTokenLen)
 	fmt.Printf("kv_cache_size : 1024, kv_cache_num: %d\n", cfg.MaxTokenLen)
+	sampling := loadPostConfig(postPath) // last step of init, as in LLM.hpp
 	logf("I", "Init", "LLM init ok")
 	fmt.Print("Type \"q\" to exit, Ctrl+c to stop current running\n")
 	prompt()
@@ -168,6 +189,8 @@ func main() {
 			for i := 0; i < 400; i++ {
 				words = append(words, fmt.Sprintf("w%d ", i))
 			}
+		case strings.Contains(s, "SAMPLING"):
+			words = strings.SplitAfter("sampling="+sampling, " ")
 		case strings.Contains(s, "HISTORY"):
 			words = strings.SplitAfter(fmt.Sprintf("system=[%s] history=[%s] (turn %d, kv %d).", system, strings.Join(held, " | "), turn, kv), " ")
 		default:
@@ -223,7 +246,7 @@ func logf(level, fn, format string, args ...any) {
 	line++
 	msg := fmt.Sprintf(format, args...)
 	if cfg.Format == "time" {
-		lv := map[string]string{"I": "INF", "N": "NTC", "E": "ERR"}[level]
+		lv := map[string]string{"I": "INF", "N": "NTC", "W": "WRN", "E": "ERR"}[level]
 		fmt.Printf("%s \x1b[32m%s\x1b[0m %s:%d | %s\n", time.Now().Format("15:04:05.000"), lv, fn, line, msg)
 		return
 	}
@@ -256,4 +279,36 @@ func smi(state string) {
 	}
 	total := 7040 * 1024
 	fmt.Printf("CMM Total : %d KiB\nCMM Used : %d KiB\nCMM Remain : %d kiB\n", total, used*1024, total-used*1024)
+}
+
+// postKeys are the keys LLMPostprocess::load_config reads, all required.
+var postKeys = []string{"enable_temperature", "temperature", "enable_repetition_penalty", "repetition_penalty",
+	"penalty_window", "enable_top_p_sampling", "top_p", "enable_top_k_sampling", "top_k"}
+
+// loadPostConfig reads path as the runtime does and returns the settings
+// it applies, compact JSON in load_config's key order.
+func loadPostConfig(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		logf("E", "load_config", "config file(%s) open failed", path)
+		logf("W", "Init", "load postprocess config(%s) failed", path)
+		return "greedy"
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		fmt.Printf("terminate called after throwing an instance of 'nlohmann::json_abi_v3_11_2::detail::parse_error'\n  what():  [json.exception.parse_error.101] parse error: %v\n", err)
+		os.Exit(134)
+	}
+	parts := make([]string, 0, len(postKeys))
+	for _, k := range postKeys {
+		v, ok := raw[k]
+		if !ok || string(v) == "null" {
+			fmt.Printf("terminate called after throwing an instance of 'nlohmann::json_abi_v3_11_2::detail::type_error'\n  what():  [json.exception.type_error.302] type must be boolean, but is null\n")
+			os.Exit(134)
+		}
+		parts = append(parts, fmt.Sprintf("%q:%s", k, strings.Join(strings.Fields(string(v)), "")))
+	}
+	applied := "{" + strings.Join(parts, ",") + "}"
+	logf("I", "load_config", "load config: %s", applied)
+	return applied
 }
