@@ -141,7 +141,13 @@ type Sampling struct {
 	// in the penalty window (OpenAI's formula over llama.cpp's window).
 	FrequencyPenalty float64
 	PresencePenalty  float64
-	Seed             *int64 // nil: random
+	// PenaltiesOff turns the repetition, frequency and presence penalties
+	// off, the backend's own defaults included (a vendor runtime's
+	// post_config, an upstream's settings): Ollama's repeat_last_n 0,
+	// llama.cpp's penalty_last_n 0. A zero penalty field only means "the
+	// backend's default", which may be on. It overrides the penalty fields.
+	PenaltiesOff bool
+	Seed         *int64 // nil: random
 }
 
 // Token is one emitted piece of output.

@@ -238,7 +238,10 @@ func sampling(temp, topP, minP, repeat, freq, pres *float64, topK, repeatN *int,
 	if repeatN != nil {
 		switch n := *repeatN; {
 		case n == 0: // Ollama: 0 turns the penalties off (an empty window, as llama.cpp's penalty_last_n 0)
+			// PenaltiesOff, not zeros: a zero penalty means "the backend's
+			// default", and a vendor runtime's own post_config may enable one.
 			sm.RepeatPenalty, sm.FrequencyPenalty, sm.PresencePenalty = 0, 0, 0
+			sm.PenaltiesOff = true
 		case n < 0: // Ollama: -1 is the whole context
 			sm.RepeatLastN = math.MaxInt32
 		default:

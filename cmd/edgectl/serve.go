@@ -145,7 +145,7 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 		Engines: map[string]engine.Engine{
 			serve.LaneCPU:  cpu.New(),
 			serve.LaneAxcl: axEngine,
-			"upstream":     upstream.New(fc.Upstreams, upstream.Options{}),
+			"upstream":     upstream.New(fc.Upstreams, upstream.Options{Logf: logf}),
 		},
 		Lanes:     lanes,
 		APIKey:    key,

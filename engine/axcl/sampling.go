@@ -33,7 +33,8 @@ import (
 //     among the last penalty_window tokens of the answer being generated
 //     (the prompt is not in that history). So repeat_penalty p is written
 //     as p², which applies p itself as llama.cpp does; penalty_window is
-//     repeat_last_n (64 when left out, as on the cpu lane).
+//     repeat_last_n (64 when left out, as on the cpu lane). Sampling.
+//     PenaltiesOff (Ollama's repeat_last_n 0) writes the penalty as off.
 //
 // min_p, seed (the runtime seeds from std::random_device), frequency and
 // presence penalties have no counterpart and are refused by serve.
@@ -76,6 +77,12 @@ func postFor(base pulsar2.PostConfig, s engine.Sampling, vocab int) (pulsar2.Pos
 	}
 	if s.RepeatLastN > 0 {
 		p.PenaltyWindow = min(s.RepeatLastN, math.MaxInt32)
+	}
+	if s.PenaltiesOff {
+		// Ollama's repeat_last_n 0: off, whatever the model's post_config
+		// enables (only the flag: the rest of the model's file stays, so a
+		// model whose penalty is already off keeps its own file).
+		p.EnableRepetitionPenalty = false
 	}
 	return p, nil
 }

@@ -31,6 +31,17 @@ func TestPostFor(t *testing.T) {
 	if !p.EnableRepetitionPenalty || p.RepetitionPenalty < 1.4399 || p.RepetitionPenalty > 1.4401 || p.PenaltyWindow != 10 {
 		t.Errorf("repeat penalty: %+v", p)
 	}
+	// Ollama's repeat_last_n 0: the model's own penalty is written as off;
+	// a model whose penalty is already off keeps its own file.
+	penalized := base
+	penalized.EnableRepetitionPenalty, penalized.RepetitionPenalty = true, 1.21
+	p, _ = postFor(penalized, engine.Sampling{PenaltiesOff: true}, 100)
+	if p.EnableRepetitionPenalty || p.TopK != 20 || p.Temperature != 0.6 {
+		t.Errorf("penalties off: %+v", p)
+	}
+	if p, _ := postFor(base, engine.Sampling{PenaltiesOff: true}, 100); p != base {
+		t.Errorf("penalties off on a model without one: %+v, want the model's own", p)
+	}
 	if p, _ := postFor(base, engine.Sampling{}, 100); p != base {
 		t.Errorf("no fields: %+v, want the model's own", p)
 	}

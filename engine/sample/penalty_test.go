@@ -61,3 +61,23 @@ func TestPresencePenaltyChangesTheChoice(t *testing.T) {
 		t.Errorf("frequency 0.3 × 4: %d, want 2", got)
 	}
 }
+
+// PenaltiesOff (Ollama's repeat_last_n 0) leaves the logits untouched
+// whatever penalties the request also carries, so greedy decoding keeps
+// the token the penalties would have moved it off.
+func TestPenaltiesOffOverridesThePenalties(t *testing.T) {
+	history := []int{1, 1, 2}
+	on := engine.Sampling{Temperature: f(0), RepeatPenalty: 4, FrequencyPenalty: 1, PresencePenalty: 1}
+	if got := New(on).Sample([]float32{1, 2, 1.5}, history); got != 0 {
+		t.Fatalf("penalties on: %d, want 0 (the penalties moved off 1 and 2)", got)
+	}
+	off := on
+	off.PenaltiesOff = true
+	logits := []float32{1, 2, 1.5}
+	if got := New(off).Sample(logits, history); got != 1 {
+		t.Errorf("penalties off: %d, want 1", got)
+	}
+	if logits[1] != 2 || logits[2] != 1.5 {
+		t.Errorf("penalties off changed the logits: %v", logits)
+	}
+}

@@ -43,6 +43,9 @@ func New(s engine.Sampling) *Sampler {
 	if s.Temperature != nil {
 		p.temp = *s.Temperature
 	}
+	if s.PenaltiesOff {
+		p.penalty, p.freq, p.pres = 0, 0, 0
+	}
 	switch {
 	case p.lastN == 0:
 		p.lastN = DefaultRepeatLastN

@@ -42,7 +42,9 @@ type session struct{ m *Model }
 func (s *session) Reset() error { return nil }
 func (s *session) Close() error { return nil }
 
-func (m *Model) body(req engine.Request) ([]byte, error) {
+// body is the request to send and how many of the oldest turns a
+// single_message fold dropped to fit the context.
+func (m *Model) body(req engine.Request) ([]byte, int, error) {
 	msgs := make([]api.ChatMessage, 0, len(req.Messages)+1)
 	for _, msg := range req.Messages {
 		msgs = append(msgs, api.ChatMessage{Role: msg.Role, Content: api.Content(msg.Content)})
@@ -62,20 +64,13 @@ func (m *Model) body(req engine.Request) ([]byte, error) {
 	if b.Model == "" {
 		b.Model = m.cfg.Name
 	}
+	dropped := 0
 	if m.cfg.SingleMessage {
 		// main_api_* reads one {role, content} object: the conversation is
-		// flattened into the last user turn.
-		var sb strings.Builder
-		for _, msg := range msgs {
-			if sb.Len() > 0 {
-				sb.WriteString("\n")
-			}
-			if len(msgs) > 1 {
-				sb.WriteString(msg.Role + ": ")
-			}
-			sb.WriteString(string(msg.Content))
-		}
-		b.Messages = api.ChatMessage{Role: "user", Content: api.Content(sb.String())}
+		// folded into it (fold.go).
+		var text string
+		text, dropped = fold(msgs, m.cfg.ContextLength, req.MaxTokens)
+		b.Messages = api.ChatMessage{Role: "user", Content: api.Content(text)}
 		b.StreamOptions = nil
 	}
 	if req.MaxTokens > 0 {
@@ -93,7 +88,15 @@ func (m *Model) body(req engine.Request) ([]byte, error) {
 	if s := req.Sampling; s.RepeatPenalty > 0 && s.RepeatPenalty != 1 {
 		b.RepeatPenalty = &s.RepeatPenalty
 	}
-	return json.Marshal(b)
+	if req.Sampling.PenaltiesOff {
+		// Ollama's repeat_last_n 0: say "off" (1 is no penalty in
+		// llama.cpp's server and main_api_*) rather than leave it out and
+		// get the upstream's default.
+		one := 1.0
+		b.RepeatPenalty = &one
+	}
+	out, err := json.Marshal(b)
+	return out, dropped, err
 }
 
 // Generate posts the conversation to /v1/chat/completions with streaming
@@ -102,9 +105,14 @@ func (m *Model) body(req engine.Request) ([]byte, error) {
 func (s *session) Generate(ctx context.Context, req engine.Request, emit func(engine.Token) error) (engine.Result, error) {
 	m := s.m
 	var res engine.Result
-	body, err := m.body(req)
+	body, dropped, err := m.body(req)
 	if err != nil {
 		return res, err
+	}
+	var warning string
+	if dropped > 0 {
+		warning = foldWarning(m.cfg.ContextLength, dropped)
+		m.opts.Logf("upstream: %s: warning: %s", m.cfg.Name, warning)
 	}
 	start := time.Now()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.base+"/v1/chat/completions", bytes.NewReader(body))
@@ -148,7 +156,12 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 		}
 		return res, err
 	}
-	return st.result(), nil
+	res = st.result()
+	if dropped > 0 {
+		res.Extra["context_truncated_turns"] = dropped
+		res.Extra["warning"] = warning
+	}
+	return res, nil
 }
 
 type streamState struct {

@@ -51,7 +51,8 @@ type Config struct {
 	// Parallel is that lane's concurrency (default 1).
 	Lane     string `json:"lane,omitempty"`
 	Parallel int    `json:"parallel,omitempty"`
-	// ContextLength is reported in /api/show and /api/ps when known.
+	// ContextLength is reported in /api/show and /api/ps when known; with
+	// SingleMessage it also bounds the folded conversation (fold.go).
 	ContextLength int `json:"context_length,omitempty"`
 }
 
@@ -60,6 +61,9 @@ type Options struct {
 	StartTimeout time.Duration // wait for health (default 2m)
 	StopTimeout  time.Duration // SIGTERM → SIGKILL (default 10s)
 	Client       *http.Client  // default: a client with no overall timeout (streams)
+	// Logf receives warnings (a single_message conversation truncated to
+	// context_length); nil: discarded.
+	Logf func(format string, args ...any)
 }
 
 // Engine loads upstream models by name.
@@ -81,6 +85,9 @@ func New(cfgs []Config, opts Options) *Engine {
 	}
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 10 * time.Second
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
 	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{Transport: &http.Transport{

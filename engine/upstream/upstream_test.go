@@ -308,3 +308,92 @@ func TestDownUpstreamFailsFast(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// PenaltiesOff (Ollama's repeat_last_n 0) is sent as repeat_penalty 1, the
+// upstream's "no penalty", instead of leaving the field out and getting the
+// upstream's default.
+func TestPenaltiesOffSentAsRepeatPenaltyOne(t *testing.T) {
+	bodies := make(chan map[string]any, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			return
+		}
+		var got map[string]any
+		json.NewDecoder(r.Body).Decode(&got)
+		bodies <- got
+		sse(w, `{"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}`, `[DONE]`)
+	}))
+	defer srv.Close()
+	m := load(t, Config{Name: "llama", URL: srv.URL})
+	for _, tc := range []struct {
+		sm   engine.Sampling
+		want any
+	}{
+		{engine.Sampling{RepeatPenalty: 1.3}, 1.3},
+		{engine.Sampling{RepeatPenalty: 1.3, PenaltiesOff: true}, 1.0},
+	} {
+		if _, _, err := run(t, context.Background(), m, engine.Request{Prompt: "hi", Sampling: tc.sm}); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-bodies; got["repeat_penalty"] != tc.want {
+			t.Errorf("%+v: sent repeat_penalty %v, want %v", tc.sm, got["repeat_penalty"], tc.want)
+		}
+	}
+}
+
+// single_message: the system prompt and earlier turns are folded into the
+// one message the server reads; over context_length the oldest turns go
+// first, with a warning in the result and the log, never the system prompt
+// or the question.
+func TestSingleMessageFoldsAndTruncates(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			return
+		}
+		var body struct {
+			Messages struct{ Role, Content string }
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Messages.Role != "user" {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":"Invalid request format"}`)
+			return
+		}
+		sse(w, fmt.Sprintf(`{"choices":[{"delta":{"content":%q},"finish_reason":"stop"}]}`, body.Messages.Content), `[DONE]`)
+	}))
+	defer srv.Close()
+	var logged []string
+	e := New([]Config{{Name: "api", URL: srv.URL, SingleMessage: true, ContextLength: 100}},
+		Options{StartTimeout: 5 * time.Second, Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+	m, err := e.Load(context.Background(), Path("api"), engine.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	long := strings.Repeat("x", 150) // 50 estimated tokens
+	msgs := []engine.Message{{Role: "system", Content: "be brief"},
+		{Role: "user", Content: "q1 " + long}, {Role: "assistant", Content: "a1"},
+		{Role: "user", Content: "q2"}, {Role: "assistant", Content: "a2"}, {Role: "user", Content: "q3"}}
+
+	// Short enough: everything, in order, system first.
+	short := append([]engine.Message{}, msgs...)
+	short[1].Content = "q1"
+	text, res, err := run(t, context.Background(), m, engine.Request{Messages: short, MaxTokens: 10})
+	if want := "system: be brief\nuser: q1\nassistant: a1\nuser: q2\nassistant: a2\nuser: q3"; err != nil || text != want {
+		t.Fatalf("folded %q (%v), want %q", text, err, want)
+	}
+	if res.Extra["warning"] != nil {
+		t.Errorf("warning without truncation: %v", res.Extra)
+	}
+
+	// Over the 100-token context: turn 1 (q1 and its answer) is dropped.
+	text, res, err = run(t, context.Background(), m, engine.Request{Messages: msgs, MaxTokens: 10})
+	if want := "system: be brief\nuser: q2\nassistant: a2\nuser: q3"; err != nil || text != want {
+		t.Errorf("truncated %q (%v), want %q", text, err, want)
+	}
+	if res.Extra["context_truncated_turns"] != 1 || !strings.Contains(fmt.Sprint(res.Extra["warning"]), "dropped the 1 oldest turn") {
+		t.Errorf("extra %v", res.Extra)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "warning: conversation too long for the 100-token context") {
+		t.Errorf("log %q", logged)
+	}
+}
