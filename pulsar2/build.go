@@ -151,14 +151,36 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 		return nil, inputErr(fmt.Sprintf("--builder %q", opts.Builder), "use llm_build (Pulsar2 ≤ 5) or llm_build2 (6.0+)")
 	}
 	name := "edgectl-pulsar2-" + randHex(6)
+	return p.produce(outAbs, res, opts, start, logw, compiler{
+		command: func(outPath, shimHost string) []string {
+			return append([]string{rt}, p.containerArgs(rt, image, name, res.Builder, outPath, shimHost)...)
+		},
+		run: func(command []string) (*logScanner, error) { return runContainer(ctx, rt, name, command[1:], logw) },
+		judge: func(sc *logScanner, runErr error) error {
+			return judgeRun(sc, runErr, rt, res.Builder, image)
+		},
+	})
+}
 
+// compiler is how a build runs pulsar2: in a container or installed
+// natively. Everything around the run is the same (produce).
+type compiler struct {
+	command func(outPath, shimHost string) []string // the full command line
+	run     func(command []string) (*logScanner, error)
+	judge   func(sc *logScanner, runErr error) error // the failure kind, or nil
+}
+
+// produce writes the build into a fresh directory beside outAbs and
+// publishes it only when pulsar2 succeeded and the output checks pass; a
+// dry run only fills in the command.
+func (p *plan) produce(outAbs string, res *BuildResult, opts BuildOptions, start time.Time, logw io.Writer, c compiler) (*BuildResult, error) {
 	if opts.DryRun {
 		shimHost := ""
 		if p.shim.Any() {
 			// The real run writes the shim to a fresh temporary directory.
 			shimHost = filepath.Join(filepath.Dir(outAbs), strings.Replace(atomicfile.TempPattern(shimName(outAbs)), "*", "XXXXXX", 1))
 		}
-		res.Command = append([]string{rt}, p.containerArgs(rt, image, name, res.Builder, outAbs, shimHost)...)
+		res.Command = c.command(outAbs, shimHost)
 		return res, nil
 	}
 
@@ -184,13 +206,12 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 			return nil, err
 		}
 	}
-	args := p.containerArgs(rt, image, name, res.Builder, out.Path, shimHost)
-	res.Command = append([]string{rt}, args...)
+	res.Command = c.command(out.Path, shimHost)
 	fmt.Fprintf(logw, "edgectl: %s\n", ShellQuote(res.Command))
 
-	sc, runErr := runContainer(ctx, rt, name, args, logw)
+	sc, runErr := c.run(res.Command)
 	res.Markers, res.ShimLog = sc.markers, sc.shim
-	if err := judgeRun(sc, runErr, rt, res.Builder, image); err != nil {
+	if err := c.judge(sc, runErr); err != nil {
 		return res, err
 	}
 	if sc.cosLine != "" && sc.minCos < minCosSim {

@@ -7,12 +7,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
@@ -41,55 +39,13 @@ func buildNative(ctx context.Context, opts BuildOptions, p *plan, outAbs string,
 		return nil, inputErr(fmt.Sprintf("--builder %q", opts.Builder), "use llm_build (Pulsar2 ≤ 5) or llm_build2 (6.0+)")
 	}
 
-	if opts.DryRun {
-		shimHost := ""
-		if p.shim.Any() {
-			shimHost = filepath.Join(filepath.Dir(outAbs), strings.Replace(atomicfile.TempPattern(shimName(outAbs)), "*", "XXXXXX", 1))
-		}
-		res.Command = p.nativeCommand(bin, res.Builder, outAbs, shimHost)
-		return res, nil
-	}
-
-	if _, err := atomicfile.CleanStale(filepath.Dir(outAbs), filepath.Base(outAbs), shimName(outAbs)); err != nil {
-		return nil, err
-	}
-	out, err := atomicfile.CreateDir(outAbs)
-	if err != nil {
-		return nil, inputErr(err.Error(), "")
-	}
-	defer out.Abort()
-	shimHost := ""
-	if p.shim.Any() {
-		shimHost, err = os.MkdirTemp(filepath.Dir(outAbs), atomicfile.TempPattern(shimName(outAbs)))
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(shimHost)
-		if _, err := WriteShim(shimHost, p.shim); err != nil {
-			return nil, err
-		}
-	}
-	res.Command = p.nativeCommand(bin, res.Builder, out.Path, shimHost)
-	fmt.Fprintf(logw, "edgectl: %s\n", ShellQuote(res.Command))
-
-	sc, runErr := runNative(ctx, res.Command, logw)
-	res.Markers, res.ShimLog = sc.markers, sc.shim
-	if err := judgeNative(sc, runErr, bin, res.Builder); err != nil {
-		return res, err
-	}
-	if sc.cosLine != "" && sc.minCos < minCosSim {
-		w := fmt.Sprintf("pulsar2's check found a layer with cos_sim %.4f < %.2f (%s): the compiled model may be wrong; try -w s8 or bf16 weights", sc.minCos, minCosSim, strings.TrimSpace(sc.cosLine))
-		res.Warnings = append(res.Warnings, w)
-		fmt.Fprintf(logw, "edgectl: warning: %s\n", w)
-	}
-	if err := p.finish(out.Path, res, opts); err != nil {
-		return res, err
-	}
-	if err := out.Commit(); err != nil {
-		return res, err
-	}
-	res.Duration = time.Since(start).Seconds()
-	return res, nil
+	return p.produce(outAbs, res, opts, start, logw, compiler{
+		command: func(outPath, shimHost string) []string {
+			return p.nativeCommand(bin, res.Builder, outPath, shimHost)
+		},
+		run:   func(command []string) (*logScanner, error) { return runNative(ctx, command, logw) },
+		judge: func(sc *logScanner, runErr error) error { return judgeNative(sc, runErr, bin, res.Builder) },
+	})
 }
 
 // nativeCommand is the full command line: `env` with the compiler's
