@@ -316,24 +316,30 @@ func probeVersion(ctx context.Context, rt, image string) (string, error) {
 // logw and through the scanner. Cancelling ctx kills the container by name
 // (killing the CLI alone would leave it running).
 func runContainer(ctx context.Context, rt, name string, args []string, logw io.Writer) (*logScanner, error) {
-	sc := &logScanner{}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return sc, err
-	}
 	cmd := exec.CommandContext(ctx, rt, args...)
-	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.Cancel = func() error {
 		kctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		exec.CommandContext(kctx, rt, "kill", name).Run()
 		return cmd.Process.Signal(syscall.SIGTERM)
 	}
+	return streamRun(ctx, cmd, logw, "check the container runtime works: `"+rt+" info`")
+}
+
+// streamRun runs the compiler, its merged output streamed to logw and
+// through the log scanner; startFix is the advice when it cannot start.
+func streamRun(ctx context.Context, cmd *exec.Cmd, logw io.Writer, startFix string) (*logScanner, error) {
+	sc := &logScanner{}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return sc, err
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.WaitDelay = 30 * time.Second
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
-		return sc, &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("start %s: %v", rt, err), Fix: "check the container runtime works: `" + rt + " info`"}
+		return sc, &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("start %s: %v", cmd.Args[0], err), Fix: startFix}
 	}
 	pw.Close()
 	lines := newLineScanner(pr)

@@ -117,37 +117,12 @@ func probeNativeVersion(ctx context.Context, bin string) (string, error) {
 // merged output to logw and through the scanner; cancelling ctx stops the
 // whole group (pulsar2 --parallel forks workers).
 func runNative(ctx context.Context, command []string, logw io.Writer) (*logScanner, error) {
-	sc := &logScanner{}
 	env, argv := nativeEnv(command)
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return sc, err
-	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		return sc, &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("start %s: %v", argv[0], err),
-			Fix: "check that --pulsar2-bin names an executable compiler"}
-	}
-	pw.Close()
-	lines := newLineScanner(pr)
-	for lines.Scan() {
-		line := lines.Text()
-		sc.add(line)
-		fmt.Fprintln(logw, line)
-	}
-	pr.Close()
-	err = cmd.Wait()
-	if ctx.Err() != nil {
-		return sc, ctx.Err()
-	}
-	return sc, err
+	return streamRun(ctx, cmd, logw, "check that --pulsar2-bin names an executable compiler")
 }
 
 // judgeNative is judgeRun for a compiler without a container: exit 126
