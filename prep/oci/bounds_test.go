@@ -9,12 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
-
 	"github.com/edgectl/edgectl/internal/cli"
 )
 
@@ -61,28 +55,11 @@ func TestPullRefusesEntryLargerThanAnnounced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mf, _ := img.Manifest()
-	layers, _ := img.Layers()
-	var adds []mutate.Addendum
-	for i, l := range layers {
-		anns := map[string]string{}
-		for k, v := range mf.Layers[i].Annotations {
-			anns[k] = v
-		}
+	ref := pushForged(t, img, host+"/m/inflated:1", func(anns map[string]string) {
 		if anns[AnnotationTitle] == "model.safetensors" {
 			anns[AnnotationFileSize] = "1000"
 		}
-		adds = append(adds, mutate.Addendum{Layer: l, Annotations: anns})
-	}
-	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	forged, err := mutate.Append(base, adds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := mustRef(t, host+"/m/inflated:1")
-	if err := remote.Write(ref, mutate.Annotations(forged, mf.Annotations).(v1.Image)); err != nil {
-		t.Fatal(err)
-	}
+	})
 	dst := filepath.Join(tmp, "pulled")
 	_, err = Pull(context.Background(), ref.String(), dst, anon)
 	if !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), "model.safetensors: its tar entry is 2626168 bytes, annotated 1000") {

@@ -243,29 +243,12 @@ func TestPullRejectsFileNotMatchingAnnotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mf, _ := img.Manifest()
-	layers, _ := img.Layers()
 	// Rebuild it with the tokenizer layer's annotation naming other content.
-	var adds []mutate.Addendum
-	for i, l := range layers {
-		anns := map[string]string{}
-		for k, v := range mf.Layers[i].Annotations {
-			anns[k] = v
-		}
+	ref := pushForged(t, img, host+"/m/forged:1", func(anns map[string]string) {
 		if anns[AnnotationTitle] == "tokenizer.json" {
 			anns[AnnotationFileSHA256] = strings.Repeat("0", 64)
 		}
-		adds = append(adds, mutate.Addendum{Layer: l, Annotations: anns})
-	}
-	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	forged, err := mutate.Append(base, adds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := mustRef(t, host+"/m/forged:1")
-	if err := remote.Write(ref, mutate.Annotations(forged, mf.Annotations).(v1.Image)); err != nil {
-		t.Fatal(err)
-	}
+	})
 	dst := filepath.Join(tmp, "pulled")
 	_, err = Pull(context.Background(), ref.String(), dst, anon)
 	t.Logf("forged: %v", err)
@@ -425,4 +408,31 @@ func TestPullRejectsManifestNotMatchingLayers(t *testing.T) {
 	if _, serr := os.Stat(dst); !os.IsNotExist(serr) {
 		t.Error("a rejected pull left the target directory")
 	}
+}
+
+// pushForged pushes img again as ref, each layer's annotations passed
+// through edit first: a consistent image whose annotations lie.
+func pushForged(t *testing.T, img v1.Image, ref string, edit func(anns map[string]string)) name.Reference {
+	t.Helper()
+	mf, _ := img.Manifest()
+	layers, _ := img.Layers()
+	var adds []mutate.Addendum
+	for i, l := range layers {
+		anns := map[string]string{}
+		for k, v := range mf.Layers[i].Annotations {
+			anns[k] = v
+		}
+		edit(anns)
+		adds = append(adds, mutate.Addendum{Layer: l, Annotations: anns})
+	}
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	forged, err := mutate.Append(base, adds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRef(t, ref)
+	if err := remote.Write(r, mutate.Annotations(forged, mf.Annotations).(v1.Image)); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
