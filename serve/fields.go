@@ -300,53 +300,6 @@ func numCtxError(o *api.Options, err error) error {
 	return fmt.Errorf("options.num_ctx = %d: %w", *o.NumCtx, err)
 }
 
-// checkCPUOnly refuses the fields only the cpu lane implements (token
-// log-probabilities, frequency and presence penalties) when the model runs
-// on another lane. prefix is "options." for Ollama's options.
-func checkCPUOnly(e *Entry, req engine.Request, prefix string) error {
-	if e.Lane == LaneCPU {
-		return nil
-	}
-	if e.Lane == LaneAxcl {
-		if err := checkVendorSampling(e, req.Sampling, prefix); err != nil {
-			return err
-		}
-	}
-	var field string
-	switch {
-	case req.Logprobs:
-		field = "logprobs"
-	case req.Sampling.FrequencyPenalty != 0:
-		field = prefix + "frequency_penalty"
-	case req.Sampling.PresencePenalty != 0:
-		field = prefix + "presence_penalty"
-	default:
-		return nil
-	}
-	return &api.FieldError{Field: field, Msg: fmt.Sprintf("%s is not supported on the %s lane (%s runs there): only the cpu lane implements it; leave it out",
-		field, e.Lane, e.Name)}
-}
-
-// checkVendorSampling refuses the sampling fields the vendor runtime cannot
-// apply. It samples only as post_config.json says (engine/axcl/sampling.go
-// writes temperature, top_p, top_k, repeat_penalty and repeat_last_n
-// there); AXERA-TECH/ax-llm LLMPostprocess::apply has no min_p, seeds its
-// sampler from std::random_device, and uses top_p or top_k, never both.
-func checkVendorSampling(e *Entry, sm engine.Sampling, prefix string) error {
-	var field, why string
-	switch {
-	case sm.MinP != 0:
-		field, why = prefix+"min_p", "the vendor runtime has no min-p sampling (its post_config.json offers temperature, top_p, top_k and a repetition penalty); leave it out"
-	case sm.Seed != nil && !(prefix == "options." && *sm.Seed == -1): // Ollama's -1: random
-		field, why = prefix+"seed", "the vendor runtime seeds its sampler from std::random_device, so a seed cannot be applied; leave it out (temperature 0 is deterministic)"
-	case sm.TopK > 0 && sm.TopP > 0 && sm.TopP < 1:
-		field, why = prefix+"top_k", "the vendor runtime samples with top_p or top_k, not both (LLMPostprocess::apply); send one of them"
-	default:
-		return nil
-	}
-	return &api.FieldError{Field: field, Msg: fmt.Sprintf("%s is not supported on the %s lane (%s runs there): %s", field, e.Lane, e.Name, why)}
-}
-
 // fieldParam is the OpenAI error's param for err, if it is about a field.
 func fieldParam(err error) *string {
 	var fe *api.FieldError

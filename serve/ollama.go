@@ -187,7 +187,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 		s.ollamaFail(w, r, o.model, http.StatusNotFound, ollamaNotFound(o.model))
 		return
 	}
-	if err := firstErr(s.checkNumThread(o.opts, e), checkCPUOnly(e, o.req, "options.")); err != nil {
+	if err := firstErr(s.checkNumThread(o.opts, e), checkLaneFields(e, o.req, "options.")); err != nil {
 		s.ollamaFail(w, r, o.model, http.StatusBadRequest, err)
 		return
 	}

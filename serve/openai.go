@@ -148,7 +148,7 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 		s.openAIFail(w, r, model, http.StatusNotFound, fmt.Errorf("model %q not found: GET /v1/models lists what the model dirs hold", model))
 		return
 	}
-	if err := checkCPUOnly(e, ereq, ""); err != nil {
+	if err := checkLaneFields(e, ereq, ""); err != nil {
 		s.openAIFail(w, r, model, http.StatusBadRequest, err)
 		return
 	}
@@ -285,5 +285,5 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 }
 
 func modelObject(e *Entry) api.ModelObject {
-	return api.ModelObject{ID: e.Name, Object: "model", Created: e.Modified.Unix(), OwnedBy: e.Lane}
+	return api.ModelObject{ID: e.Name, Object: "model", Created: e.Modified.Unix(), OwnedBy: e.Lane, Fields: fieldSupport(e)}
 }

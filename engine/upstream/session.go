@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"strings"
@@ -87,6 +88,12 @@ func (m *Model) body(req engine.Request) ([]byte, int, error) {
 	}
 	if s := req.Sampling; s.RepeatPenalty > 0 && s.RepeatPenalty != 1 {
 		b.RepeatPenalty = &s.RepeatPenalty
+	}
+	if n := req.Sampling.RepeatLastN; n != 0 {
+		if n == math.MaxInt32 { // the whole history (Ollama's -1)
+			n = -1
+		}
+		b.RepeatLastN = &n
 	}
 	if req.Sampling.PenaltiesOff {
 		// Ollama's repeat_last_n 0: say "off" (1 is no penalty in

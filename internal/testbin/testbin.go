@@ -19,6 +19,11 @@ import (
 	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
+// tmpRoot is the temp directory when the test process started: a test
+// that points TMPDIR at its own t.TempDir() must not take the shared
+// binaries with it when it ends.
+var tmpRoot = os.TempDir()
+
 var (
 	mu    sync.Mutex
 	dir   string
@@ -38,7 +43,7 @@ func Build(t testing.TB, importPath, name string) string {
 	t.Helper()
 	mu.Lock()
 	if dir == "" {
-		d, err := os.MkdirTemp("", "edgectl-testbin-")
+		d, err := os.MkdirTemp(tmpRoot, "edgectl-testbin-")
 		if err != nil {
 			mu.Unlock()
 			t.Fatal(err)

@@ -268,6 +268,10 @@ type ModelObject struct {
 	Object  string `json:"object"` // model
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// Fields says what the model's backend does with each sampling and
+	// scoring field: "applied", "forwarded" (to an upstream server) or
+	// "refused" (a 400 naming it). An edgectl extension.
+	Fields map[string]string `json:"fields,omitempty"`
 }
 
 // ErrorEnvelope is OpenAI's error body.

@@ -78,5 +78,6 @@ type UpstreamChatRequest struct {
 	MinP          *float64       `json:"min_p,omitempty"`
 	Seed          *int64         `json:"seed,omitempty"`
 	RepeatPenalty *float64       `json:"repeat_penalty,omitempty"`
+	RepeatLastN   *int           `json:"repeat_last_n,omitempty"` // llama.cpp's server; -1: the whole context
 	Stop          []string       `json:"stop,omitempty"`
 }
