@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/patch"
 	"github.com/edgectl/edgectl/pulsar2"
@@ -160,25 +161,23 @@ func (c *checker) checkRoPE() {
 }
 
 func (c *checker) checkKVLen() {
-	n, src := c.opts.KVCacheLen, "--kv-cache-len"
-	if n == 0 {
-		n, src = c.cfg.KVCacheLen, "config.json kv_cache_len"
-	}
-	if n == 0 {
-		c.add(Finding{ID: "kv-cache-len", Severity: Info, Message: "no kv_cache_len recorded; pulsar2 build will use 2047",
+	k := patch.NewKVLen(c.opts.KVCacheLen, c.cfg)
+	if k.Defaulted() {
+		c.add(Finding{ID: "kv-cache-len", Severity: Info, Message: fmt.Sprintf("no kv_cache_len recorded; pulsar2 build will use %d", k.Asked),
 			Evidence: "config.json has no kv_cache_len"})
 		return
 	}
-	if !patch.IsKVCacheLen(n) {
+	n := k.Asked
+	if !k.Exact() {
 		c.add(Finding{ID: "kv-cache-len", Severity: Fixable,
-			Message:  fmt.Sprintf("KV-cache length %d is not of the form 128·k−1; the runtime adds a slot for the current token, so use %d", n, patch.KVCacheLen(n)),
-			Evidence: fmt.Sprintf("%s = %d", src, n),
+			Message:  fmt.Sprintf("KV-cache length %d is not of the form 128·k−1; the runtime adds a slot for the current token, so use %d", n, k.Len()),
+			Evidence: fmt.Sprintf("%s = %d", k.From, n),
 			Fix:      c.fixCmd(fmt.Sprintf("patch config --kv-cache-len %d", n))})
 	}
 	if max := c.cfg.Text().MaxPositionEmbeddings; max > 0 && n > max {
 		c.add(Finding{ID: "kv-cache-len-too-long", Severity: Warning,
 			Message:  fmt.Sprintf("KV-cache length %d exceeds max_position_embeddings %d", n, max),
-			Evidence: fmt.Sprintf("%s = %d", src, n)})
+			Evidence: fmt.Sprintf("%s = %d", k.From, n)})
 	}
 }
 
@@ -244,13 +243,15 @@ func (c *checker) checkQuantization() {
 }
 
 func (c *checker) checkNorms() {
+	lay, err := hflayout.DetectCheckpoint(c.ck)
+	if err != nil {
+		return // no decoder tensors at all: checkVocab reports it
+	}
 	have := map[string]bool{}
-	var names []string
 	for _, t := range c.ck.Tensors() {
 		have[t.Name] = true
-		names = append(names, t.Name)
 	}
-	expected, err := patch.ExpectedNorms(c.cfg, patch.Prefix(names))
+	expected, err := patch.ExpectedNorms(c.cfg, lay.Prefix)
 	if err != nil {
 		c.add(Finding{ID: "dims", Severity: Blocking, Message: "config lacks model dimensions", Evidence: err.Error()})
 		return
@@ -266,26 +267,24 @@ func (c *checker) checkNorms() {
 
 func (c *checker) checkVocab() {
 	t := c.cfg.Text()
-	var names []string
-	for _, x := range c.ck.Tensors() {
-		names = append(names, x.Name)
+	lay, err := hflayout.DetectCheckpoint(c.ck)
+	if err != nil {
+		c.add(Finding{ID: "embedding-missing", Severity: Blocking, Message: "no embedding tensor", Evidence: err.Error()})
+		return
 	}
-	prefix := patch.Prefix(names)
-	_, emb, ok := c.ck.Lookup(prefix + "embed_tokens.weight")
-	if !ok {
+	name, err := lay.StoredEmbedding(t.Tied())
+	if err != nil {
+		c.add(Finding{ID: "embedding-missing", Severity: Blocking, Message: "no embedding tensor", Evidence: err.Error()})
+		return
+	}
+	_, emb, _ := c.ck.Lookup(name)
+	if want := lay.Name(hflayout.Embedding); name != want {
 		// Tied checkpoints sometimes store the shared matrix only once, as
-		// lm_head.weight (TinyStories does).
-		_, head, hasHead := c.ck.Lookup("lm_head.weight")
-		if !hasHead || !t.Tied() {
-			c.add(Finding{ID: "embedding-missing", Severity: Blocking, Message: "no embedding tensor",
-				Evidence: "expected " + prefix + "embed_tokens.weight"})
-			return
-		}
+		// the head (TinyStories does).
 		c.add(Finding{ID: "embedding-tied", Severity: Warning,
-			Message:  "the tied embedding is stored only as lm_head.weight; tools that look for " + prefix + "embed_tokens.weight miss it",
-			Evidence: fmt.Sprintf("lm_head.weight %v, tie_word_embeddings true, no %sembed_tokens.weight", head.Shape, prefix),
-			Fix:      "edgectl pulsar2 build reads the embedding from lm_head.weight in this case"})
-		emb = head
+			Message:  "the tied embedding is stored only as " + name + "; tools that look for " + want + " miss it",
+			Evidence: fmt.Sprintf("%s %v, tie_word_embeddings true, no %s", name, emb.Shape, want),
+			Fix:      "edgectl pulsar2 build reads the embedding from " + name + " in this case"})
 	}
 	if len(emb.Shape) != 2 {
 		c.add(Finding{ID: "embedding-shape", Severity: Blocking, Message: "embedding is not 2-D", Evidence: fmt.Sprintf("%s shape %v", emb.Name, emb.Shape)})
@@ -305,9 +304,9 @@ func (c *checker) checkVocab() {
 		c.add(Finding{ID: "vocab-size", Severity: sev, Message: msg,
 			Evidence: fmt.Sprintf("%s shape %v, vocab_size %d", emb.Name, emb.Shape, t.VocabSize)})
 	}
-	if _, head, ok := c.ck.Lookup("lm_head.weight"); ok && len(head.Shape) == 2 && head.Shape[0] != rows {
+	if _, head, ok := c.ck.Lookup(lay.Head); ok && len(head.Shape) == 2 && head.Shape[0] != rows {
 		c.add(Finding{ID: "lm-head-shape", Severity: Blocking, Message: "lm_head and embedding disagree on the vocabulary size",
-			Evidence: fmt.Sprintf("lm_head.weight %v, %s %v", head.Shape, emb.Name, emb.Shape)})
+			Evidence: fmt.Sprintf("%s %v, %s %v", lay.Head, head.Shape, emb.Name, emb.Shape)})
 	}
 }
 

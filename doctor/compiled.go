@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/edgectl/edgectl/pulsar2"
+	"github.com/edgectl/edgectl/format/axllm"
 )
 
 // checkCompiled checks a compiled ax-llm directory (pulsar2 output) against
@@ -17,9 +17,9 @@ import (
 // post_config.json and 0-byte stubs. A Hugging Face checkpoint's checks do
 // not apply: there are no safetensors and config.json has another schema.
 func (c *checker) checkCompiled() {
-	d := pulsar2.DescribeCompiled(c.dir)
+	d := axllm.Describe(c.dir)
 	regen := "edgectl pulsar2 axllm-config " + quote(c.dir) + " --in-place"
-	cfgPath := filepath.Join(c.dir, pulsar2.AxllmConfigName)
+	cfgPath := filepath.Join(c.dir, axllm.ConfigName)
 	b, readErr := os.ReadFile(cfgPath)
 	switch {
 	case os.IsNotExist(readErr):
@@ -34,7 +34,7 @@ func (c *checker) checkCompiled() {
 		c.checkCompiledKeys(cfgPath, b, d, regen)
 	}
 	for _, s := range d.Stubs {
-		if s == pulsar2.AxllmConfigName || s == pulsar2.AxllmConfigName+".orig" {
+		if s == axllm.ConfigName || s == axllm.ConfigName+".orig" {
 			continue // reported above, or the stub axllm-config --in-place kept
 		}
 		c.add(Finding{ID: "file-empty", Severity: Blocking, Message: s + " is a 0-byte stub (an incomplete download or upload)",
@@ -58,8 +58,8 @@ func (c *checker) checkCompiled() {
 
 // checkCompiledKeys reports every missing or mistyped key, each with the
 // fix, instead of the first one axllm would trip on.
-func (c *checker) checkCompiledKeys(cfgPath string, b []byte, d *pulsar2.CompiledDir, regen string) {
-	probs, err := pulsar2.AxllmKeyProblems(b)
+func (c *checker) checkCompiledKeys(cfgPath string, b []byte, d *axllm.DirInfo, regen string) {
+	probs, err := axllm.KeyProblems(b)
 	if err != nil {
 		c.add(Finding{ID: "config-invalid", Severity: Fixable, Message: "config.json is not a JSON object; axllm fails to parse it",
 			Evidence: fmt.Sprintf("%s: %v", cfgPath, err), Fix: regen})
@@ -91,7 +91,7 @@ func typeExample(t string) string {
 
 // checkCompiledFiles checks what a readable config names: layer files,
 // the post model, the tokenizer and the embedding's size.
-func (c *checker) checkCompiledFiles(d *pulsar2.CompiledDir) {
+func (c *checker) checkCompiledFiles(d *axllm.DirInfo) {
 	cfg := d.Config
 	var missing []string
 	for i := 0; i < cfg.AxmodelNum; i++ {
@@ -120,7 +120,7 @@ func (c *checker) checkCompiledFiles(d *pulsar2.CompiledDir) {
 			Fix:      fmt.Sprintf("set \"axmodel_num\": %d in config.json", d.Layout.Layers)})
 	}
 	if d.EmbedBytes > 0 {
-		if want := int64(cfg.TokensEmbedNum) * int64(cfg.TokensEmbedSize) * 2; d.EmbedBytes != want {
+		if want := axllm.EmbedBytes(cfg.TokensEmbedNum, cfg.TokensEmbedSize); d.EmbedBytes != want {
 			fix := "rebuild with edgectl pulsar2 build (ax-llm#62: a tokens_embed_size mismatch fails silently)"
 			if cfg.TokensEmbedSize > 0 && d.EmbedBytes%int64(2*cfg.TokensEmbedSize) == 0 {
 				fix = fmt.Sprintf("set \"tokens_embed_num\": %d (the file holds that many rows of %d bf16 values)", d.EmbedBytes/int64(2*cfg.TokensEmbedSize), cfg.TokensEmbedSize)
@@ -142,7 +142,7 @@ var (
 
 // checkRuntimeLog reads an axllm/main_* log and ties the failure it shows
 // to the directory's state.
-func (c *checker) checkRuntimeLog(d *pulsar2.CompiledDir) {
+func (c *checker) checkRuntimeLog(d *axllm.DirInfo) {
 	f, err := os.Open(c.opts.Log)
 	if err != nil {
 		c.add(Finding{ID: "log-unreadable", Severity: Warning, Message: "the --log file cannot be read", Evidence: err.Error()})

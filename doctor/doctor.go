@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/format/tokjson"
@@ -103,15 +104,15 @@ func Check(dir string, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("%s is not a directory: doctor checks a checkpoint directory", dir)
 	}
 	c := &checker{dir: dir, opts: opts, r: &Report{Path: dir, Target: t}}
-	if pulsar2.IsCompiledDir(dir) {
+	if axllm.IsCompiled(dir) {
 		// pulsar2 output: the runtime's checks, not a checkpoint's.
 		c.r.Kind = "ax-llm"
 		c.checkCompiled()
-		c.finish()
+		c.r.Finish()
 		return c.r, nil
 	}
 	c.run()
-	c.finish()
+	c.r.Finish()
 	return c.r, nil
 }
 
@@ -155,17 +156,21 @@ func (c *checker) run() {
 	c.checkTokenizer()
 }
 
-func (c *checker) finish() {
-	sort.SliceStable(c.r.Findings, func(i, j int) bool {
-		return c.r.Findings[i].Severity.rank() > c.r.Findings[j].Severity.rank()
+// Finish orders the findings worst first and sets the verdict from the
+// worst one. Check calls it; a caller that gathers findings elsewhere
+// (cmd/edgectl's doctor --device, from engine/axcl's board checks) calls it
+// on the report it fills.
+func (r *Report) Finish() {
+	sort.SliceStable(r.Findings, func(i, j int) bool {
+		return r.Findings[i].Severity.rank() > r.Findings[j].Severity.rank()
 	})
 	worst := 0
-	for _, f := range c.r.Findings {
+	for _, f := range r.Findings {
 		worst = max(worst, f.Severity.rank())
 	}
-	c.r.Verdict = map[int]string{0: "pass", 1: "pass", 2: "fixable", 3: "blocked"}[worst]
-	if c.r.Findings == nil {
-		c.r.Findings = []Finding{}
+	r.Verdict = map[int]string{0: "pass", 1: "pass", 2: "fixable", 3: "blocked"}[worst]
+	if r.Findings == nil {
+		r.Findings = []Finding{}
 	}
 }
 
@@ -181,10 +186,7 @@ func quote(s string) string {
 }
 
 // isCompiledAxllm reports whether dir already holds pulsar2 output.
-func isCompiledAxllm(dir string) bool {
-	m, _ := filepath.Glob(filepath.Join(dir, "*_post.axmodel"))
-	return len(m) > 0
-}
+func isCompiledAxllm(dir string) bool { return axllm.IsCompiled(dir) }
 
 func (c *checker) tokenizer() (*tokjson.File, *tokjson.Config, error) {
 	tok, err := tokjson.Load(filepath.Join(c.dir, "tokenizer.json"))

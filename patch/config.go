@@ -69,7 +69,7 @@ func PlanConfig(dir string, opts ConfigOptions) ([]FileEdit, error) {
 		changes = append(changes, eosChange("config.json", cfg, eos))
 	}
 	if opts.KVCacheLen > 0 {
-		n := KVCacheLen(opts.KVCacheLen)
+		n := NewKVLen(opts.KVCacheLen, nil).Len()
 		reason := fmt.Sprintf("%d has the form 128·k−1", n)
 		if n != opts.KVCacheLen {
 			reason = fmt.Sprintf("%d → %d: the runtime adds one slot for the current token, so lengths are 128·k−1", opts.KVCacheLen, n)

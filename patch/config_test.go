@@ -97,14 +97,6 @@ func TestMinimalDiffAndKVLength(t *testing.T) {
 	}
 }
 
-func TestKVCacheLen(t *testing.T) {
-	for in, want := range map[int]int{2048: 2047, 2047: 2047, 1024: 1023, 4096: 4095, 3000: 2943, 100: 127, 255: 255, 256: 255} {
-		if got := KVCacheLen(in); got != want || !IsKVCacheLen(got) {
-			t.Errorf("KVCacheLen(%d) = %d, want %d", in, got, want)
-		}
-	}
-}
-
 func TestInPlaceKeepsBackupAndIsIdempotent(t *testing.T) {
 	dir := gemmaDir(t, "")
 	orig, _ := os.ReadFile(filepath.Join(dir, "config.json"))

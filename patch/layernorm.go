@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/format/safetensors"
 )
 
@@ -82,13 +82,17 @@ func (p *LayerNormPlan) plan(cfg *hfconfig.Config, opts LayerNormOptions) error 
 		have[t.Name] = true
 		names = append(names, t.Name)
 	}
-	expected, err := ExpectedNorms(cfg, Prefix(names))
+	lay, err := hflayout.Detect(names)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Dir, err)
+	}
+	expected, err := ExpectedNorms(cfg, lay.Prefix)
 	if err != nil {
 		return err
 	}
 	missing := Missing(expected, have)
 	for _, e := range opts.Extra {
-		n, err := ParseExtraNorm(e, cfg.Text().HiddenSize)
+		n, err := ParseExtraNorm(e, cfg.Text().HiddenSize, lay)
 		if err != nil {
 			return err
 		}
@@ -106,7 +110,7 @@ func (p *LayerNormPlan) plan(cfg *hfconfig.Config, opts LayerNormOptions) error 
 		sort.Strings(p.Unindexed)
 	}
 	sortNorms(missing)
-	layerShard := p.layerShards()
+	layerShard := p.layerShards(lay)
 	for _, n := range missing {
 		fill := n.Fill
 		if opts.Fill != nil {
@@ -124,16 +128,16 @@ func (p *LayerNormPlan) plan(cfg *hfconfig.Config, opts LayerNormOptions) error 
 // layerShards maps each layer to the shard holding most of its tensors, and
 // -1 to the shard for model-level tensors (the one with lm_head, else the
 // last layer's, else the last shard).
-func (p *LayerNormPlan) layerShards() map[int]string {
+func (p *LayerNormPlan) layerShards(lay hflayout.Layout) map[int]string {
 	count := map[int]map[string]int{}
 	var lmHead string
 	for _, f := range p.ck.Files {
 		base := filepath.Base(f.Path)
 		for _, t := range f.Tensors {
-			if strings.HasSuffix(t.Name, "lm_head.weight") {
+			if t.Name == lay.Head {
 				lmHead = base
 			}
-			l := layerOf(t.Name)
+			l, _, _ := lay.LayerOf(t.Name)
 			if count[l] == nil {
 				count[l] = map[string]int{}
 			}

@@ -2,12 +2,12 @@ package patch
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/format/hflayout"
 )
 
 // Norm is a normalization weight an architecture expects.
@@ -20,18 +20,14 @@ type Norm struct {
 	Fill float32
 }
 
-var embedRe = regexp.MustCompile(`^(.*?)embed_tokens\.weight$`)
-
-// Prefix finds the module prefix of the language model ("model.",
-// "model.language_model.", "language_model.model.") from the embedding's
-// tensor name; "model." when there is none.
+// Prefix is hflayout's module prefix of the language model in names
+// ("model." when no known root holds any of them). prep's tensor check
+// calls it; new code uses hflayout.Detect, which also resolves the head.
 func Prefix(names []string) string {
-	for _, n := range names {
-		if m := embedRe.FindStringSubmatch(n); m != nil {
-			return m[1]
-		}
+	if lay, err := hflayout.Detect(names); err == nil {
+		return lay.Prefix
 	}
-	return "model."
+	return hflayout.Prefixes()[0]
 }
 
 // ExpectedNorms lists the norm tensors the architecture of cfg defines,
@@ -57,31 +53,31 @@ func ExpectedNorms(cfg *hfconfig.Config, prefix string) ([]Norm, error) {
 		fill = 0
 	}
 	h := int64(c.HiddenSize)
-	out := []Norm{{Name: prefix + "norm.weight", Shape: []int64{h}, Layer: -1, Fill: fill}}
+	lay := hflayout.WithPrefix(prefix)
+	out := []Norm{{Name: lay.Name(hflayout.FinalNorm), Shape: []int64{h}, Layer: -1, Fill: fill}}
 	for l := range c.NumHiddenLayers {
-		lp := fmt.Sprintf("%slayers.%d.", prefix, l)
-		add := func(name string, n int64) {
-			out = append(out, Norm{Name: lp + name, Shape: []int64{n}, Layer: l, Fill: fill})
+		add := func(k hflayout.Kind, n int64) {
+			out = append(out, Norm{Name: lay.LayerName(l, k), Shape: []int64{n}, Layer: l, Fill: fill})
 		}
-		add("input_layernorm.weight", h)
-		add("post_attention_layernorm.weight", h)
+		add(hflayout.InputNorm, h)
+		add(hflayout.PostAttnNorm, h)
 		switch {
 		case strings.HasPrefix(mt, "qwen3"):
 			hd := int64(c.HeadDimension())
-			add("self_attn.q_norm.weight", hd)
-			add("self_attn.k_norm.weight", hd)
+			add(hflayout.QNorm, hd)
+			add(hflayout.KNorm, hd)
 		case mt == "gemma3" || mt == "gemma3_text":
-			add("pre_feedforward_layernorm.weight", h)
-			add("post_feedforward_layernorm.weight", h)
+			add(hflayout.PreFFNNorm, h)
+			add(hflayout.PostFFNNorm, h)
 			hd := int64(c.HeadDimension())
-			add("self_attn.q_norm.weight", hd)
-			add("self_attn.k_norm.weight", hd)
+			add(hflayout.QNorm, hd)
+			add(hflayout.KNorm, hd)
 		case mt == "gemma2":
-			add("pre_feedforward_layernorm.weight", h)
-			add("post_feedforward_layernorm.weight", h)
+			add(hflayout.PreFFNNorm, h)
+			add(hflayout.PostFFNNorm, h)
 		case mt == "bitnet":
-			add("self_attn.attn_sub_norm.weight", h)
-			add("mlp.ffn_sub_norm.weight", int64(c.IntermediateSize))
+			add(hflayout.AttnSubNorm, h)
+			add(hflayout.FFNSubNorm, int64(c.IntermediateSize))
 		}
 	}
 	return out, nil
@@ -99,13 +95,15 @@ func Missing(expected []Norm, have map[string]bool) []Norm {
 }
 
 // ParseExtraNorm parses a --name argument: NAME or NAME=DIM[xDIM…]. Without
-// a shape the norm is [hidden].
-func ParseExtraNorm(arg string, hidden int) (Norm, error) {
+// a shape the norm is [hidden]. Its layer is the decoder layer of lay it
+// names, -1 for any other name.
+func ParseExtraNorm(arg string, hidden int, lay hflayout.Layout) (Norm, error) {
 	name, shape, hasShape := strings.Cut(arg, "=")
 	if name == "" {
 		return Norm{}, fmt.Errorf("--name %q: empty tensor name", arg)
 	}
-	n := Norm{Name: name, Layer: layerOf(name), Fill: 1, Shape: []int64{int64(hidden)}}
+	layer, _, _ := lay.LayerOf(name)
+	n := Norm{Name: name, Layer: layer, Fill: 1, Shape: []int64{int64(hidden)}}
 	if hasShape {
 		n.Shape = nil
 		for _, d := range strings.Split(shape, "x") {
@@ -117,16 +115,6 @@ func ParseExtraNorm(arg string, hidden int) (Norm, error) {
 		}
 	}
 	return n, nil
-}
-
-var layerRe = regexp.MustCompile(`layers\.(\d+)\.`)
-
-func layerOf(name string) int {
-	if m := layerRe.FindStringSubmatch(name); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n
-	}
-	return -1
 }
 
 // sortNorms orders norms by layer then name, for deterministic output.

@@ -1,6 +1,8 @@
 package prep
 
 import (
+	"encoding/json"
+
 	"github.com/edgectl/edgectl/internal/testbin"
 
 	"context"
@@ -11,7 +13,7 @@ import (
 
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/axcl"
-	"github.com/edgectl/edgectl/pulsar2"
+	"github.com/edgectl/edgectl/format/axllm"
 )
 
 // fakeBins puts the pulsar2 tests' fake container runtime (as docker) and
@@ -46,19 +48,20 @@ func TestE2EHubToAX650AnswersThroughAxcl(t *testing.T) {
 	}
 	// The directory is what axllm loads: the layout check pulsar2 itself
 	// applies, the KV length 2048 → 2047, and the int4 weights.
-	cfg, err := pulsar2.VerifyOutput(o.Out)
+	cfg, err := axllm.Verify(o.Out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bi, err := pulsar2.ReadBuildInfo(o.Out)
-	if err != nil || bi.KVCacheLen != 2047 || bi.WeightType != "s4" || bi.Source != "llama-tiny" {
-		t.Errorf("build info %+v, %v", bi, err)
+	bi := axllm.Describe(o.Out).Build
+	if bi == nil || bi.KVCacheLen != 2047 || bi.WeightType != "s4" || bi.Source != "llama-tiny" {
+		t.Errorf("build info %+v", bi)
 	}
 	if cfg.ModelName == "" {
 		t.Errorf("axllm config %+v", cfg)
 	}
-	if res.Manifest.Options["kv_cache_len"] != 2047 {
-		t.Errorf("manifest options %v", res.Manifest.Options)
+	var ro runOptions
+	if err := json.Unmarshal(res.Manifest.Options, &ro); err != nil || ro.KVCacheLen != 2047 {
+		t.Errorf("manifest options %s: %v", res.Manifest.Options, err)
 	}
 	// serve's axcl lane drives the vendor CLI (here the fake) on the OUT dir.
 	if !axcl.IsModelDir(o.Out) {

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/envconfig"
 	"github.com/edgectl/edgectl/internal/failpoint"
@@ -32,11 +32,11 @@ const stepRecordFile = "step.json"
 
 // cachedStep is what step.json holds.
 type cachedStep struct {
-	Step     string      `json:"step"`
-	Key      string      `json:"key"`
-	Check    bool        `json:"check,omitempty"` // no output: the next step reads this step's input
-	Findings []Finding   `json:"findings"`
-	Files    []FileEntry `json:"files,omitempty"` // sizes only (digests are computed for OUT/)
+	Step     string               `json:"step"`
+	Key      string               `json:"key"`
+	Check    bool                 `json:"check,omitempty"` // no output: the next step reads this step's input
+	Findings []artifact.Finding   `json:"findings"`
+	Files    []artifact.FileEntry `json:"files,omitempty"` // sizes only (digests are computed for OUT/)
 }
 
 // staleAfter is how old a temporary entry must be before a run removes it;
@@ -108,17 +108,23 @@ func (c *Cache) lookup(key string) *cachedStep {
 	return &rec
 }
 
+// stepKeySchema names the key's layout. v2: the options are the canonical
+// JSON of the step's options struct (v1 hashed a map built beside the
+// step's code); every v1 entry stopped matching once.
+const stepKeySchema = "edgectl.prep.step/v2"
+
 // stepKey hashes everything a step's output depends on: its name and
-// version, edgectl's version, its options and its input's key.
-func stepKey(name string, ver int, edgectl string, opts map[string]any, input string) (string, error) {
-	b, err := json.Marshal(map[string]any{
-		"schema":  "edgectl.prep.step/v1",
-		"step":    name,
-		"version": ver,
-		"edgectl": edgectl,
-		"options": opts,
-		"input":   input,
-	})
+// version, edgectl's version, its options (the exact bytes the manifest
+// records) and its input's key.
+func stepKey(name string, ver int, edgectl string, opts json.RawMessage, input string) (string, error) {
+	b, err := json.Marshal(struct {
+		Schema  string          `json:"schema"`
+		Step    string          `json:"step"`
+		Version int             `json:"version"`
+		Edgectl string          `json:"edgectl"`
+		Options json.RawMessage `json:"options"`
+		Input   string          `json:"input"`
+	}{stepKeySchema, name, ver, edgectl, opts, input})
 	if err != nil {
 		return "", fmt.Errorf("step %s: options are not hashable: %v", name, err)
 	}
@@ -147,7 +153,7 @@ func (c *Cache) FileSHA256(path string) (string, int64, error) {
 	if b, err := os.ReadFile(memoPath); err == nil && len(b) == 64 {
 		return string(b), st.Size(), nil
 	}
-	sum, n, err := HashFile(abs)
+	sum, n, err := artifact.HashFile(abs)
 	if err != nil {
 		return "", 0, err
 	}
@@ -169,33 +175,7 @@ func linkOrCopy(src, dst string) error {
 	if err := os.Link(real, dst); err == nil {
 		return nil
 	}
-	return copyFile(real, dst)
-}
-
-// copyFile copies src to a new file dst and syncs it. io.Copy between two
-// *os.File uses copy_file_range, so the kernel moves (or reflinks) the data.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return atomicfile.Copy(real, dst, 0o644)
 }
 
 // begin starts writing the entry for key. With replace an existing entry
@@ -206,7 +186,7 @@ func (c *Cache) begin(key string, replace bool) (*atomicfile.Dir, error) {
 		if _, err := os.Lstat(target); err == nil {
 			// Renamed aside under a temporary name first, so a kill during
 			// the removal leaves something the next run recognizes.
-			old := TempName(filepath.Dir(target), key)
+			old := artifact.TempName(filepath.Dir(target), key)
 			if err := os.Rename(target, old); err != nil {
 				return nil, err
 			}

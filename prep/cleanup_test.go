@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/cli"
 )
@@ -47,17 +48,17 @@ func TestFailedStepLeavesNothingAndNamesTheSource(t *testing.T) {
 	copyFixture(t, src)
 	var stepIn string
 	steps := []Step{
-		importStep(&resolved{Dir: src}, true),
-		{Name: "pack", Version: 1, Run: func(ctx context.Context, sc *StepContext) error {
+		importStep(true),
+		newStep("pack", 1, struct{}{}, func(ctx context.Context, sc *StepContext, _ struct{}) error {
 			stepIn = sc.In
 			// A partial output, as a step killed by its own error leaves.
 			must(t, os.MkdirAll(sc.Out, 0o755))
 			must(t, os.WriteFile(filepath.Join(sc.Out, "half.gguf"), make([]byte, 1<<20), 0o644))
 			return &Error{Kind: KindInput, Err: fmt.Errorf("%s: tensor %q is F8_E4M3, which this format cannot hold",
 				filepath.Join(sc.In, "model.safetensors"), "lm_head.weight")}
-		}},
+		}),
 	}
-	r := &runner{cache: cache, rep: NewReporter(nil), srcDir: src, srcShow: "./model"}
+	r := &runner{cache: cache, rep: &Reporter{}, srcDir: src, srcShow: "./model"}
 	_, _, _, err = r.run(context.Background(), src, "local:x", steps)
 	if err == nil {
 		t.Fatal("the failing step passed")
@@ -123,39 +124,17 @@ func TestBrokenArtifactIsNotPublished(t *testing.T) {
 	out := filepath.Join(tmp, "OUT")
 	must(t, os.MkdirAll(out, 0o755))
 	old := []byte(`{"schema":"edgectl.prep.manifest/v1","key":"` + strings.Repeat("a", 64) + `","files":[]}`)
-	must(t, os.WriteFile(filepath.Join(out, ManifestName), old, 0o644))
+	must(t, os.WriteFile(filepath.Join(out, artifact.ManifestName), old, 0o644))
 
-	m := &Manifest{Schema: ManifestSchema, Target: TargetCPU, Key: strings.Repeat("b", 64)}
-	_, err := writeOut(context.Background(), NewReporter(nil), from, out, m, true)
+	m := &artifact.Manifest{Schema: artifact.ManifestSchema, Target: TargetCPU, Key: strings.Repeat("b", 64)}
+	_, err := writeOut(context.Background(), &Reporter{}, from, out, m, true)
 	if err == nil || !strings.Contains(err.Error(), "not loadable, OUT was left as it was") || !strings.Contains(err.Error(), filepath.Join(out, "model.safetensors")) {
 		t.Fatalf("err = %v", err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(out, ManifestName)); string(b) != string(old) {
+	if b, _ := os.ReadFile(filepath.Join(out, artifact.ManifestName)); string(b) != string(old) {
 		t.Error("the previous OUT was replaced by a broken one")
 	}
 	if left := temporaries(t, tmp); len(left) > 0 {
 		t.Errorf("left beside OUT: %v", left)
-	}
-}
-
-// Replacing an OUT swaps whole directories: afterwards only the new one
-// exists, and nothing of the old one lingers under any name.
-func TestSwapDirLeavesOnlyTheNewDirectory(t *testing.T) {
-	tmp := t.TempDir()
-	target := filepath.Join(tmp, "OUT")
-	must(t, os.MkdirAll(target, 0o755))
-	must(t, os.WriteFile(filepath.Join(target, "old.bin"), []byte("old"), 0o644))
-	ready, err := NewTempDir(tmp, "OUT")
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(ready, "new.bin"), []byte("new"), 0o644))
-	must(t, SwapDir(ready, target))
-	if b, err := os.ReadFile(filepath.Join(target, "new.bin")); err != nil || string(b) != "new" {
-		t.Errorf("new.bin: %q %v", b, err)
-	}
-	if _, err := os.Stat(filepath.Join(target, "old.bin")); !os.IsNotExist(err) {
-		t.Error("old and new files mixed")
-	}
-	if es, _ := os.ReadDir(tmp); len(es) != 1 {
-		t.Errorf("%d entries beside OUT, want OUT alone", len(es))
 	}
 }

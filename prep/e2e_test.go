@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/cpu"
 	"github.com/edgectl/edgectl/hub/hubtest"
@@ -19,7 +20,7 @@ func fakeHub(t *testing.T, repo, dir string) string {
 	t.Helper()
 	srv := hubtest.New()
 	t.Cleanup(srv.Close)
-	names, err := listFiles(dir)
+	names, err := artifact.ListFiles(dir)
 	must(t, err)
 	var files []*hubtest.File
 	for _, n := range names {

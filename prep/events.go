@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/cli"
 )
 
@@ -23,7 +24,7 @@ type Event struct {
 	Unit  string `json:"unit,omitempty"`
 
 	// finding
-	Finding *Finding `json:"finding,omitempty"`
+	Finding *artifact.Finding `json:"finding,omitempty"`
 
 	// done, skip, result: timings live here and in the log, never in OUT/
 	DurationMS int64 `json:"duration_ms,omitempty"`
@@ -44,6 +45,7 @@ type Event struct {
 }
 
 // Reporter sends events to --json stdout and people's lines to stderr.
+// Without an io (a zero Reporter) it discards everything.
 type Reporter struct {
 	io     *cli.IO
 	onEmit func(Event) // observes every event (the run's own bookkeeping)
@@ -51,9 +53,6 @@ type Reporter struct {
 	mu       sync.Mutex
 	lastProg time.Time
 }
-
-// NewReporter reports through io. A nil io discards everything.
-func NewReporter(io *cli.IO) *Reporter { return &Reporter{io: io} }
 
 // Emit sends e as a JSON line (with --json) and logs it for people.
 func (r *Reporter) Emit(e Event) {

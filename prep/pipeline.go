@@ -11,16 +11,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/hub"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/cli"
@@ -70,7 +71,7 @@ type Options struct {
 // Result is what a run produced.
 type Result struct {
 	Out            string
-	Manifest       *Manifest
+	Manifest       *artifact.Manifest
 	ManifestSHA256 string
 	Skipped        []string // steps answered from the cache
 }
@@ -87,7 +88,7 @@ func (o *Options) defaults() error {
 	if o.Target == "" {
 		return cli.Usagef("prep needs --target: one of %s", strings.Join(Targets, ", "))
 	}
-	if !contains(Targets, o.Target) && o.Target != "" && pulsar2.IsAX650(o.Target) {
+	if !slices.Contains(Targets, o.Target) && o.Target != "" && pulsar2.IsAX650(o.Target) {
 		// AX8850, AX-M1, AX650N, …: pulsar2's chip table names the same NPU.
 		o.Target = TargetAX650
 	}
@@ -98,11 +99,11 @@ func (o *Options) defaults() error {
 		}
 		o.Chip = c.Compiler // one spelling, so the step cache and manifest agree
 	}
-	if o.Target != TargetAX650 && contains(Targets, o.Target) {
+	if o.Target != TargetAX650 && slices.Contains(Targets, o.Target) {
 		for _, f := range []struct {
 			flag string
 			set  bool
-		}{{"--kv-cache-len", o.KVCacheLen != 0}, {"--eos", o.EOS != nil}, {"--chip", o.Chip != ""}, {"--image", o.Image != ""}, {"--runtime", o.Runtime != ""}} {
+		}{{patch.KVLenFlag, o.KVCacheLen != 0}, {"--eos", o.EOS != nil}, {"--chip", o.Chip != ""}, {"--image", o.Image != ""}, {"--runtime", o.Runtime != ""}} {
 			if f.set {
 				return cli.Usagef("%s applies to --target ax650 only", f.flag)
 			}
@@ -117,13 +118,13 @@ func (o *Options) defaults() error {
 			return cli.Usagef("--format %q: target cpu keeps the checkpoint's own weights and takes no --format", o.Format)
 		}
 	case TargetAX650:
-		if o.KVCacheLen == 0 {
-			o.KVCacheLen = 2047
+		// prep records the length itself (patch-config), so config.json's
+		// own value is not consulted: the flag or the default, rounded down.
+		kv, err := patch.NewKVLen(o.KVCacheLen, nil).Budget()
+		if err != nil {
+			return cli.Usagef("%v", err)
 		}
-		if o.KVCacheLen < 127 {
-			return cli.Usagef("--kv-cache-len %d: the AX650 runtime needs at least 127", o.KVCacheLen)
-		}
-		o.KVCacheLen = patch.KVCacheLen(o.KVCacheLen)
+		o.KVCacheLen = kv
 		if err := oneOf("--format", &o.Format, "s4", "s8"); err != nil {
 			return err
 		}
@@ -162,58 +163,57 @@ func oneOf(flag string, v *string, allowed ...string) error {
 		*v = allowed[0]
 		return nil
 	}
-	if contains(allowed, *v) {
+	if slices.Contains(allowed, *v) {
 		return nil
 	}
 	return cli.Usagef("%s %q: this target takes %s", flag, *v, strings.Join(allowed, ", "))
 }
 
-// manifestOptions are the options as the manifest records them.
-func (o *Options) manifestOptions() map[string]any {
-	m := map[string]any{"target": o.Target}
-	for k, v := range map[string]string{"chip": o.Chip, "image": o.Image} {
-		if v != "" && o.Target == TargetAX650 {
-			m[k] = v
-		}
-	}
-	if o.Format != "" {
-		m["format"] = o.Format
-	}
+// runOptions are the options as the manifest records them: every setting
+// that changes OUT/ (its fields in alphabetical order of their JSON names,
+// as the manifest has always shown them).
+type runOptions struct {
+	Chip       string `json:"chip,omitempty"`
+	EOS        *int   `json:"eos,omitempty"`
+	Format     string `json:"format,omitempty"`
+	Image      string `json:"image,omitempty"`
+	KVCacheLen int    `json:"kv_cache_len,omitempty"` // ax650 only
+	Target     string `json:"target"`
+	Ternarize  string `json:"ternarize,omitempty"`
+}
+
+// record returns the options the manifest records.
+func (o *Options) record() runOptions {
+	r := runOptions{Target: o.Target, Format: o.Format, EOS: o.EOS, Ternarize: o.Ternarize}
 	if o.Target == TargetAX650 {
-		m["kv_cache_len"] = o.KVCacheLen
+		r.Chip, r.Image, r.KVCacheLen = o.Chip, o.Image, o.KVCacheLen
 	}
-	if o.EOS != nil {
-		m["eos"] = *o.EOS
-	}
-	if o.Ternarize != "" {
-		m["ternarize"] = o.Ternarize
-	}
-	return m
+	return r
 }
 
 // steps returns the target's steps after check and import.
-func (o *Options) steps(rep *Reporter) ([]Step, error) {
+func (o *Options) steps() ([]Step, error) {
 	name := sourceName(o.Source)
 	switch o.Target {
 	case TargetCPU:
 		return nil, nil
 	case TargetGGUF:
-		return []Step{quantStep(o.Format, o.Ternarize, name+".gguf")}, nil
+		return []Step{quantStep(quantOptions{Format: o.Format, Ternarize: o.Ternarize, File: name + ".gguf"})}, nil
 	case TargetH1B:
-		return []Step{quantStep(o.Format, o.Ternarize, name+".h1b")}, nil
+		return []Step{quantStep(quantOptions{Format: o.Format, Ternarize: o.Ternarize, File: name + ".h1b"})}, nil
 	case TargetAX650:
 		steps := []Step{
-			doctorStep(TargetAX650, o.KVCacheLen),
-			patchConfigStep(o.KVCacheLen, o.EOS),
+			doctorStep(doctorOptions{Target: TargetAX650, KVCacheLen: o.KVCacheLen}),
+			patchConfigStep(patchConfigOptions{KVCacheLen: o.KVCacheLen, EOS: o.EOS}),
 			layerNormStep(),
 		}
 		if o.Format == "s4" {
 			steps = append(steps, gptqStep())
 		}
 		return append(steps, pulsar2Step(pulsar2Options{
-			Chip: o.Chip, Image: o.Image, Runtime: o.Runtime,
+			Chip: o.Chip, Image: o.Image,
 			KVCacheLen: o.KVCacheLen, WeightType: o.Format, ModelName: name,
-		}, rep)), nil
+		}, o.Runtime)), nil
 	}
 	return nil, cli.Usagef("unknown --target %q", o.Target)
 }
@@ -240,7 +240,11 @@ func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
 			res.Skipped = append(res.Skipped, e.Step)
 		}
 	}}
-	steps, err := o.steps(rep)
+	steps, err := o.steps()
+	if err != nil {
+		return nil, err
+	}
+	options, err := json.Marshal(o.record())
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +273,7 @@ func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
 	// check reads the source where the user has it, so its errors name
 	// the user's files; later steps read prep's cache, and the runner
 	// names the source in their errors instead.
-	all := append([]Step{checkStep(o.Target), importStep(src, local)}, steps...)
+	all := append([]Step{checkStep(o.Target), importStep(local)}, steps...)
 	r := &runner{cache: cache, rep: rep, force: o.Force, srcDir: src.Dir, srcShow: src.Dir}
 	records, dir, key, err := r.run(ctx, src.Dir, src.Key, all)
 	if errors.Is(err, context.Canceled) {
@@ -279,12 +283,12 @@ func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	m := &Manifest{
-		Schema:         ManifestSchema,
+	m := &artifact.Manifest{
+		Schema:         artifact.ManifestSchema,
 		EdgectlVersion: version.String(),
 		Target:         o.Target,
 		Source:         src.Source,
-		Options:        o.manifestOptions(),
+		Options:        options,
 		Key:            key,
 		Steps:          records,
 	}
@@ -312,14 +316,14 @@ func guardOut(o Options) error {
 // writeOut publishes OUT/: the final step's files, copied (not linked, so
 // editing OUT/ cannot corrupt the cache), plus manifest.json. An OUT/ that
 // already holds this exact result is left alone.
-func writeOut(ctx context.Context, rep *Reporter, from, out string, m *Manifest, force bool) (string, error) {
+func writeOut(ctx context.Context, rep *Reporter, from, out string, m *artifact.Manifest, force bool) (string, error) {
 	start := time.Now()
-	names, err := listFiles(from)
+	names, err := artifact.ListFiles(from)
 	if err != nil {
 		return "", err
 	}
-	if contains(names, ManifestName) {
-		return "", inputErr("the model itself has a file named %s, which prep reserves for its manifest: rename it in the source", ManifestName)
+	if slices.Contains(names, artifact.ManifestName) {
+		return "", inputErr("the model itself has a file named %s, which prep reserves for its manifest: rename it in the source", artifact.ManifestName)
 	}
 
 	// Leftovers of killed runs beside OUT (a half-copied OUT, an old OUT
@@ -331,10 +335,10 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *Manifest,
 		os.Remove(out) // an empty directory (mkdir in a CI script) holds nothing to keep
 	}
 	if _, err := os.Lstat(out); err == nil {
-		old, rerr := ReadManifest(out)
+		old, rerr := artifact.ReadManifest(out)
 		switch {
 		case !force && rerr == nil && old.Key == m.Key && old.Verify(out) == nil:
-			b, _ := os.ReadFile(filepath.Join(out, ManifestName))
+			b, _ := os.ReadFile(filepath.Join(out, artifact.ManifestName))
 			*m = *old
 			sum := sha256.Sum256(b)
 			rep.Emit(Event{Event: "skip", Step: "out", Key: m.Key, Reason: "OUT is up to date"})
@@ -354,7 +358,7 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *Manifest,
 	// OUT is built beside its final place under an edgectl temporary name,
 	// so a run killed while writing it leaves something the next run of
 	// any edgectl command writing here recognizes and removes.
-	tmp, err := NewTempDir(parent, filepath.Base(filepath.Clean(out)))
+	tmp, err := artifact.NewTempDir(parent, filepath.Base(filepath.Clean(out)))
 	if err != nil {
 		return "", err
 	}
@@ -368,12 +372,12 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *Manifest,
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		if err := copyFile(filepath.Join(from, filepath.FromSlash(n)), filepath.Join(tmp, filepath.FromSlash(n))); err != nil {
+		if err := atomicfile.Copy(filepath.Join(from, filepath.FromSlash(n)), filepath.Join(tmp, filepath.FromSlash(n)), 0o644); err != nil {
 			return "", err
 		}
 	}
 	failpoint.Hit("prep.out") // crash tests: kill -9 with OUT half built
-	files, err := HashTree(tmp)
+	files, err := artifact.HashTree(tmp)
 	if err != nil {
 		return "", err
 	}
@@ -388,13 +392,13 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *Manifest,
 	if err != nil {
 		return "", err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(tmp, ManifestName), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, artifact.ManifestName), b, 0o644); err != nil {
 		return "", err
 	}
 	if err := atomicfile.SyncDir(tmp); err != nil {
 		return "", err
 	}
-	if err := SwapDir(tmp, out); err != nil {
+	if err := artifact.SwapDir(tmp, out); err != nil {
 		return "", err
 	}
 	published = true
@@ -405,53 +409,4 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *Manifest,
 	sum := sha256.Sum256(b)
 	rep.Emit(Event{Event: "done", Step: "out", Key: m.Key, Files: len(files), Bytes: total, DurationMS: time.Since(start).Milliseconds()})
 	return hex.EncodeToString(sum[:]), nil
-}
-
-// NewTempDir makes an empty directory in parent named as an edgectl
-// temporary for base (see atomicfile.TempPattern), mode 0755.
-func NewTempDir(parent, base string) (string, error) {
-	tmp, err := os.MkdirTemp(parent, atomicfile.TempPattern(base))
-	if err != nil {
-		return "", err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		os.RemoveAll(tmp)
-		return "", err
-	}
-	return tmp, nil
-}
-
-// TempName is a fresh path in parent named as an edgectl temporary for
-// base, for renaming something aside (os.Rename does not replace
-// directories, so the name must not exist yet).
-func TempName(parent, base string) string {
-	pattern := atomicfile.TempPattern(base)
-	return filepath.Join(parent, strings.Replace(pattern, "*", strconv.FormatUint(rand.Uint64(), 36), 1))
-}
-
-// SwapDir moves the finished directory ready into place at target. A
-// directory already at target (a previous artifact the caller decided to
-// replace) is exchanged with ready in one rename where the system can
-// (Linux), else renamed aside first; either way target is never a mix of
-// old and new files, and the old one ends under a temporary name that is
-// removed now or, after a kill, by the next run.
-func SwapDir(ready, target string) error {
-	parent := filepath.Dir(filepath.Clean(target))
-	if _, err := os.Lstat(target); err == nil {
-		if err := exchange(ready, target); err == nil {
-			failpoint.Hit("prep.swap") // crash tests: kill -9 with the old OUT not yet removed
-			os.RemoveAll(ready)        // now the old directory
-			return atomicfile.SyncDir(parent)
-		}
-		old := TempName(parent, filepath.Base(filepath.Clean(target)))
-		if err := os.Rename(target, old); err != nil {
-			return err
-		}
-		failpoint.Hit("prep.swap")
-		defer os.RemoveAll(old)
-	}
-	if err := os.Rename(ready, target); err != nil {
-		return err
-	}
-	return atomicfile.SyncDir(parent)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/testmodel"
 
 	"github.com/edgectl/edgectl/internal/cli"
@@ -92,7 +93,7 @@ func TestPrepCPULocalWritesVerifiedManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := ReadManifest(out)
+	m, err := artifact.ReadManifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestPrepCPULocalWritesVerifiedManifest(t *testing.T) {
 	if len(got) != len(src)+1 {
 		t.Fatalf("OUT has %d files, want the source's %d plus manifest.json", len(got), len(src))
 	}
-	listed := map[string]FileEntry{}
+	listed := map[string]artifact.FileEntry{}
 	for _, f := range m.Files {
 		listed[f.Path] = f
 	}
@@ -122,10 +123,10 @@ func TestPrepCPULocalWritesVerifiedManifest(t *testing.T) {
 	if len(m.Steps) != 2 || m.Steps[0].Name != "check" || m.Steps[1].Name != "import" || len(m.Steps[0].Findings) == 0 {
 		t.Errorf("manifest steps = %+v", m.Steps)
 	}
-	if b, _ := os.ReadFile(filepath.Join(out, ManifestName)); !strings.Contains(string(b), `"options": {`) || bytes.Contains(b, []byte(tmp)) {
+	if b, _ := os.ReadFile(filepath.Join(out, artifact.ManifestName)); !strings.Contains(string(b), `"options": {`) || bytes.Contains(b, []byte(tmp)) {
 		t.Errorf("manifest.json has no options or mentions the temp dir:\n%s", b)
 	}
-	sum := sha256.Sum256(got[ManifestName])
+	sum := sha256.Sum256(got[artifact.ManifestName])
 	if res.ManifestSHA256 != hex.EncodeToString(sum[:]) {
 		t.Errorf("result manifest sha256 %s, file has %x", res.ManifestSHA256, sum)
 	}
@@ -257,7 +258,7 @@ func TestPrepInterruptedRunResumes(t *testing.T) {
 	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,import,out" {
 		t.Errorf("resumed run did %v", s)
 	}
-	if _, err := ReadManifest(opts.Out); err != nil {
+	if _, err := artifact.ReadManifest(opts.Out); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -322,7 +323,7 @@ func TestPrepInputErrors(t *testing.T) {
 func TestBuildIDOfDevBuilds(t *testing.T) {
 	id := buildID()
 	exe, _ := os.Executable()
-	sum, _, err := HashFile(exe)
+	sum, _, err := artifact.HashFile(exe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func TestPrepRedoesDamagedCacheEntry(t *testing.T) {
 	if s := stepsWith(evs, "done"); strings.Join(s, ",") != "source,import,out" {
 		t.Errorf("after damage, done %v (check stays cached: its key is unchanged)", s)
 	}
-	m, err := ReadManifest(opts.Out)
+	m, err := artifact.ReadManifest(opts.Out)
 	if err != nil || m.Verify(opts.Out) != nil {
 		t.Fatalf("OUT after repair: %v", err)
 	}

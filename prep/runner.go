@@ -9,79 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/internal/failpoint"
 	"github.com/edgectl/edgectl/internal/version"
 )
-
-// Step is one stage of the pipeline. Its output depends only on its input
-// directory and Options, which is what makes it cacheable.
-type Step struct {
-	Name string
-	// Version changes whenever the step's output for the same input and
-	// options changes, so old cache entries stop matching.
-	Version int
-	// Options are every setting that changes the output. They go into the
-	// cache key and into the manifest.
-	Options map[string]any
-	// Check steps write no files (doctor): the next step reads their input.
-	Check bool
-	Run   func(ctx context.Context, sc *StepContext) error
-}
-
-// StepContext is what a running step sees.
-type StepContext struct {
-	Name string
-	// In is the input directory. It belongs to the cache or the Hub cache:
-	// read it, never write it.
-	In string
-	// Out is where the step creates its output directory (it does not exist
-	// yet, so library calls that refuse to overwrite can write it directly).
-	// Empty for Check steps.
-	Out string
-
-	findings []Finding
-	rep      *Reporter
-}
-
-// Finding records something the step noticed or changed; it goes to the
-// events now and to the manifest later.
-func (sc *StepContext) Finding(f Finding) {
-	sc.findings = append(sc.findings, f)
-	sc.rep.Emit(Event{Event: "finding", Step: sc.Name, Finding: &f})
-}
-
-// Progress reports how far the step is.
-func (sc *StepContext) Progress(done, total int64, unit string) {
-	sc.rep.Progress(sc.Name, done, total, unit)
-}
-
-// Logf writes a line for people.
-func (sc *StepContext) Logf(format string, args ...any) {
-	sc.rep.Emit(Event{Event: "log", Step: sc.Name, Message: fmt.Sprintf(format, args...)})
-}
-
-// LinkInput fills Out with the input's files (hard links where possible),
-// leaving out the names in skip so the step can write its own versions.
-func (sc *StepContext) LinkInput(skip ...string) error {
-	names, err := listFiles(sc.In)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(sc.Out, 0o755); err != nil {
-		return err
-	}
-	for _, n := range names {
-		if contains(skip, n) {
-			continue
-		}
-		if err := linkOrCopy(filepath.Join(sc.In, filepath.FromSlash(n)), filepath.Join(sc.Out, filepath.FromSlash(n))); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // runner executes steps in order, skipping those already in the cache.
 type runner struct {
@@ -97,20 +30,20 @@ type runner struct {
 
 // stepResult is a step's place in the finished chain.
 type stepResult struct {
-	Record StepRecord
+	Record artifact.StepRecord
 	Dir    string // the directory the next step reads
 }
 
 // run executes steps on the source directory whose identity is srcKey and
 // returns each step's record, the final directory and the final key.
-func (r *runner) run(ctx context.Context, srcDir, srcKey string, steps []Step) ([]StepRecord, string, string, error) {
+func (r *runner) run(ctx context.Context, srcDir, srcKey string, steps []Step) ([]artifact.StepRecord, string, string, error) {
 	dir, key := srcDir, srcKey
-	var records []StepRecord
+	var records []artifact.StepRecord
 	for _, st := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, "", "", err
 		}
-		k, err := stepKey(st.Name, st.Version, buildID(), st.Options, key)
+		k, err := stepKey(st.Name, st.Version, buildID(), st.options, key)
 		if err != nil {
 			return nil, "", "", inStep(st.Name, err)
 		}
@@ -131,11 +64,11 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 		}
 		return filepath.Join(r.cache.entry(key), "out")
 	}
-	record := func(findings []Finding) StepRecord {
+	record := func(findings []artifact.Finding) artifact.StepRecord {
 		if findings == nil {
-			findings = []Finding{}
+			findings = []artifact.Finding{}
 		}
-		return StepRecord{Name: st.Name, Key: key, Options: st.Options, Findings: findings}
+		return artifact.StepRecord{Name: st.Name, Key: key, Options: st.options, Findings: findings}
 	}
 	if !r.force {
 		if rec := r.cache.lookup(key); rec != nil {
@@ -161,7 +94,7 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 	if !st.Check {
 		sc.Out = filepath.Join(d.Path, "out")
 	}
-	err = st.Run(ctx, sc)
+	err = st.run(ctx, sc)
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -176,13 +109,13 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 
 	rec := cachedStep{Step: st.Name, Key: key, Check: st.Check, Findings: sc.findings}
 	if rec.Findings == nil {
-		rec.Findings = []Finding{}
+		rec.Findings = []artifact.Finding{}
 	}
 	if !st.Check {
 		if fi, err := os.Stat(sc.Out); err != nil || !fi.IsDir() {
 			return stepResult{}, inStep(st.Name, errNoOutput)
 		}
-		names, err := listFiles(sc.Out)
+		names, err := artifact.ListFiles(sc.Out)
 		if err != nil {
 			return stepResult{}, inStep(st.Name, err)
 		}
@@ -191,7 +124,7 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 			if err != nil {
 				return stepResult{}, inStep(st.Name, err)
 			}
-			rec.Files = append(rec.Files, FileEntry{Path: n, Size: fi.Size()})
+			rec.Files = append(rec.Files, artifact.FileEntry{Path: n, Size: fi.Size()})
 		}
 	}
 	failpoint.Hit("prep.step") // crash tests: kill -9 with the step's output written, not committed
@@ -225,7 +158,7 @@ func buildID() string {
 			return
 		}
 		if exe, err := os.Executable(); err == nil {
-			if sum, _, err := HashFile(exe); err == nil {
+			if sum, _, err := artifact.HashFile(exe); err == nil {
 				buildIDVal += "+" + sum[:16]
 			}
 		}

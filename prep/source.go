@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/hub"
+	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/failpoint"
 )
 
@@ -41,7 +43,7 @@ func isModelFile(rel string) bool {
 type resolved struct {
 	Dir    string
 	Key    string // identity of the content: everything later keys chain from it
-	Source Source
+	Source artifact.Source
 }
 
 // isLocal decides whether SOURCE names a directory or a Hub repository.
@@ -72,11 +74,11 @@ func resolveLocal(c *Cache, dir string) (*resolved, error) {
 	if !st.IsDir() {
 		return nil, inputErr("SOURCE %s is a file: prep takes a checkpoint directory or a Hub repository", dir)
 	}
-	names, err := listFiles(dir)
+	names, err := artifact.ListFiles(dir)
 	if err != nil {
 		return nil, inputErr("SOURCE %s: %v", dir, err)
 	}
-	var files []FileEntry
+	var files []artifact.FileEntry
 	for _, n := range names {
 		if !isModelFile(n) {
 			continue
@@ -85,17 +87,17 @@ func resolveLocal(c *Cache, dir string) (*resolved, error) {
 		if err != nil {
 			return nil, inputErr("SOURCE %s: %v", dir, err)
 		}
-		files = append(files, FileEntry{Path: n, Size: size, SHA256: sum})
+		files = append(files, artifact.FileEntry{Path: n, Size: size, SHA256: sum})
 	}
 	if len(files) == 0 {
 		return nil, inputErr("SOURCE %s holds no model files (config.json, *.safetensors, tokenizer.json…)", dir)
 	}
-	tree := TreeDigest(files)
+	tree := artifact.TreeDigest(files)
 	abs, _ := filepath.Abs(dir)
 	return &resolved{
 		Dir:    dir,
 		Key:    "local:" + tree,
-		Source: Source{Dir: filepath.Base(abs), TreeSHA256: tree},
+		Source: artifact.Source{Dir: filepath.Base(abs), TreeSHA256: tree},
 	}, nil
 }
 
@@ -150,50 +152,59 @@ func resolveHub(ctx context.Context, cfg hub.Config, src string, rep *Reporter) 
 	return &resolved{
 		Dir:    snap.Dir,
 		Key:    "hub:" + repo + "@" + snap.Commit,
-		Source: Source{Repo: repo, Revision: snap.Revision, Commit: snap.Commit},
+		Source: artifact.Source{Repo: repo, Revision: snap.Revision, Commit: snap.Commit},
 	}, nil
 }
 
-// importStep copies the model files into the cache, so that later steps
-// (and OUT/) never share inodes with files the user may edit in place.
-// Hub blobs are immutable and are hard-linked instead.
-func importStep(src *resolved, local bool) Step {
-	return Step{
-		Name:    "import",
-		Version: 1,
-		Run: func(ctx context.Context, sc *StepContext) error {
-			names, err := listFiles(src.Dir)
-			if err != nil {
-				return inputErr("%v", err)
-			}
-			if err := os.MkdirAll(sc.Out, 0o755); err != nil {
-				return err
-			}
-			n := 0
-			for _, name := range names {
-				if !isModelFile(name) {
-					continue
-				}
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				from, to := filepath.Join(src.Dir, filepath.FromSlash(name)), filepath.Join(sc.Out, filepath.FromSlash(name))
-				if local {
-					err = copyFile(from, to)
-				} else {
-					err = linkOrCopy(from, to)
-				}
-				if err != nil {
-					return err
-				}
-				failpoint.Hit("prep.import") // crash tests: kill -9 with the import half copied
-				n++
-			}
-			if n == 0 {
-				return errors.New("no model files to import")
-			}
-			sc.Logf("imported %d files", n)
-			return nil
-		},
+// importOptions: import has no settings; its key is its input's (the
+// source's identity).
+type importOptions struct{}
+
+// importer holds how import copies, which does not change what it
+// writes: a local source is copied, so that later steps (and OUT/) never
+// share inodes with files the user may edit in place; Hub blobs are
+// immutable and are hard-linked instead.
+type importer struct {
+	link bool
+}
+
+// importStep copies the model files of the source (the step's input:
+// check, before it, writes nothing) into the cache.
+func importStep(local bool) Step {
+	return newStep("import", 1, importOptions{}, importer{link: !local}.run)
+}
+
+func (im importer) run(ctx context.Context, sc *StepContext, _ importOptions) error {
+	names, err := artifact.ListFiles(sc.In)
+	if err != nil {
+		return inputErr("%v", err)
 	}
+	if err := os.MkdirAll(sc.Out, 0o755); err != nil {
+		return err
+	}
+	n := 0
+	for _, name := range names {
+		if !isModelFile(name) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		from, to := filepath.Join(sc.In, filepath.FromSlash(name)), filepath.Join(sc.Out, filepath.FromSlash(name))
+		if im.link {
+			err = linkOrCopy(from, to)
+		} else {
+			err = atomicfile.Copy(from, to, 0o644)
+		}
+		if err != nil {
+			return err
+		}
+		failpoint.Hit("prep.import") // crash tests: kill -9 with the import half copied
+		n++
+	}
+	if n == 0 {
+		return errors.New("no model files to import")
+	}
+	sc.Logf("imported %d files", n)
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/axcl"
+	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/pulsar2"
 )
 
@@ -24,7 +25,7 @@ func TestTinyStoriesBuildAnswersThroughAxcl(t *testing.T) {
 	if _, err := pulsar2.Build(context.Background(), pulsar2.BuildOptions{ModelDir: model, OutDir: out, Image: "pulsar2:5.2", KVCacheLen: 511}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pulsar2.VerifyOutput(out)
+	cfg, err := axllm.Verify(out)
 	if err != nil || cfg.URLTokenizerModel != "llama_tokenizer.txt" {
 		t.Fatalf("compiled config %+v, %v", cfg, err)
 	}

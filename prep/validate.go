@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/doctor"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
@@ -40,10 +41,11 @@ var decoderProjections = []string{
 
 // validate checks that the checkpoint in dir can be loaded at all: a config
 // with an architecture and positive dimensions, a readable tokenizer, every
-// tensor the config implies, finite weights, and doctor's findings that
+// tensor the config implies (norm tensors only with norms: ax650's
+// layernorm step adds missing ones), finite weights, and doctor's findings that
 // make any load fail. The problems come back as one input error (exit 1)
 // that names the files in dir; warnings come back as findings.
-func validate(dir, target string) ([]Finding, error) {
+func validate(dir string, norms bool) ([]artifact.Finding, error) {
 	var probs, warns []string
 	cfg, err := hfconfig.Load(filepath.Join(dir, "config.json"))
 	if err != nil {
@@ -64,7 +66,7 @@ func validate(dir, target string) ([]Finding, error) {
 	}
 	defer ck.Close()
 	t := cfg.Text()
-	probs = append(probs, checkTensors(ck, cfg, target)...)
+	probs = append(probs, checkTensors(ck, cfg, norms)...)
 	tp, tw := checkTokenizer(dir, t.VocabSize)
 	probs, warns = append(probs, tp...), append(warns, tw...)
 	if len(probs) > 0 {
@@ -87,10 +89,10 @@ func validate(dir, target string) ([]Finding, error) {
 		return nil, &Error{Kind: KindInput, Err: err}
 	}
 
-	findings := []Finding{{Severity: "info", Code: "checkpoint",
+	findings := []artifact.Finding{{Severity: "info", Code: "checkpoint",
 		Message: fmt.Sprintf("%s, %d tensors, %d bytes of weights, all finite", cfg.Arch(), len(ck.Tensors()), ck.TensorBytes())}}
 	for _, w := range warns {
-		findings = append(findings, Finding{Severity: "warning", Code: "tokenizer", Message: w})
+		findings = append(findings, artifact.Finding{Severity: "warning", Code: "tokenizer", Message: w})
 	}
 	return findings, nil
 }
@@ -129,9 +131,10 @@ var layerNameRe = regexp.MustCompile(`^(.*)layers\.(\d+)\.(.+)$`)
 
 // checkTensors reports the tensors the config implies and the checkpoint
 // lacks: a layer with no tensors at all, and for decoderFamilies a missing
-// projection (or a norm, for targets that do not inject them: ax650's
-// layernorm step does), or one whose shape disagrees with the config.
-func checkTensors(ck *safetensors.Checkpoint, cfg *hfconfig.Config, target string) []string {
+// projection (or, with norms, a norm: targets whose steps do not inject
+// them; ax650's layernorm step does), or one whose shape disagrees with the
+// config.
+func checkTensors(ck *safetensors.Checkpoint, cfg *hfconfig.Config, norms bool) []string {
 	t := cfg.Text()
 	var names []string
 	for _, x := range ck.Tensors() {
@@ -186,7 +189,7 @@ func checkTensors(ck *safetensors.Checkpoint, cfg *hfconfig.Config, target strin
 			}
 		}
 	}
-	if target != TargetAX650 {
+	if norms {
 		have := map[string]bool{}
 		for _, n := range names {
 			have[n] = true

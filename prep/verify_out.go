@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/format/gguf"
 	"github.com/edgectl/edgectl/format/h1b"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
-	"github.com/edgectl/edgectl/pulsar2"
 )
 
 // verifyOut checks a finished artifact directory the way its loader opens
@@ -35,7 +35,7 @@ func verifyOut(dir, target string) error {
 		if err != nil {
 			return err
 		}
-		probs = append(probs, checkTensors(ck, cfg, target)...)
+		probs = append(probs, checkTensors(ck, cfg, true)...)
 		ck.Close()
 		tp, _ := checkTokenizer(dir, cfg.Text().VocabSize)
 		probs = append(probs, tp...)
@@ -62,7 +62,7 @@ func verifyOut(dir, target string) error {
 			probs = append(probs, tp...)
 		}
 	case TargetAX650:
-		if _, err := pulsar2.VerifyOutput(dir); err != nil {
+		if _, err := axllm.Verify(dir); err != nil {
 			return err
 		}
 	}

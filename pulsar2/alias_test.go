@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgectl/edgectl/format/axllm"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
@@ -68,7 +70,7 @@ func TestBuildRemovesStaleTemporaries(t *testing.T) {
 	if _, err := Build(context.Background(), BuildOptions{ModelDir: model, OutDir: out, Image: "pulsar2:5.2", Shim: ShimOptions{RelaxGroupN: true}}); err != nil {
 		t.Fatal(err)
 	}
-	if !fileExists(filepath.Join(out, AxllmConfigName)) {
+	if !fileExists(filepath.Join(out, axllm.ConfigName)) {
 		t.Fatal("no output")
 	}
 	os.Remove(other) // another output's orphan: not this build's to remove

@@ -1,11 +1,9 @@
 package pulsar2
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/internal/atomicfile"
@@ -62,27 +61,27 @@ const minCosSim = 0.98
 
 // BuildResult describes a finished (or dry) build.
 type BuildResult struct {
-	OutDir        string       `json:"out_dir"`
-	DryRun        bool         `json:"dry_run,omitempty"`
-	Runtime       string       `json:"runtime"`               // docker, podman or native (--pulsar2-bin)
-	Pulsar2Bin    string       `json:"pulsar2_bin,omitempty"` // the native compiler, symlinks resolved
-	Image         string       `json:"image"`
-	PulsarVersion string       `json:"pulsar2_version,omitempty"`
-	Builder       string       `json:"builder"`
-	Command       []string     `json:"command"` // the full container command line
-	Chip          string       `json:"chip"`
-	KVCacheLen    int          `json:"kv_cache_len"`
-	PrefillLen    int          `json:"prefill_len"`
-	PrefillGroups []int        `json:"prefill_groups,omitempty"`
-	WeightType    string       `json:"weight_type"`
-	Shim          []string     `json:"shim,omitempty"`
-	Markers       []string     `json:"markers,omitempty"`  // success markers seen in the log
-	ShimLog       []string     `json:"shim_log,omitempty"` // lines the shim printed
-	Layout        *Layout      `json:"layout,omitempty"`   // what pulsar2 wrote
-	Config        *AxllmConfig `json:"axllm_config,omitempty"`
-	Tokenizer     string       `json:"tokenizer,omitempty"` // url_tokenizer_model
-	Warnings      []string     `json:"warnings,omitempty"`
-	Duration      float64      `json:"duration_seconds,omitempty"`
+	OutDir        string        `json:"out_dir"`
+	DryRun        bool          `json:"dry_run,omitempty"`
+	Runtime       string        `json:"runtime"`               // docker, podman or native (--pulsar2-bin)
+	Pulsar2Bin    string        `json:"pulsar2_bin,omitempty"` // the native compiler, symlinks resolved
+	Image         string        `json:"image"`
+	PulsarVersion string        `json:"pulsar2_version,omitempty"`
+	Builder       string        `json:"builder"`
+	Command       []string      `json:"command"` // the full container command line
+	Chip          string        `json:"chip"`
+	KVCacheLen    int           `json:"kv_cache_len"`
+	PrefillLen    int           `json:"prefill_len"`
+	PrefillGroups []int         `json:"prefill_groups,omitempty"`
+	WeightType    string        `json:"weight_type"`
+	Shim          []string      `json:"shim,omitempty"`
+	Markers       []string      `json:"markers,omitempty"`  // success markers seen in the log
+	ShimLog       []string      `json:"shim_log,omitempty"` // lines the shim printed
+	Layout        *axllm.Layout `json:"layout,omitempty"`   // what pulsar2 wrote
+	Config        *axllm.Config `json:"axllm_config,omitempty"`
+	Tokenizer     string        `json:"tokenizer,omitempty"` // url_tokenizer_model
+	Warnings      []string      `json:"warnings,omitempty"`
+	Duration      float64       `json:"duration_seconds,omitempty"`
 }
 
 // Build compiles opts.ModelDir with pulsar2 in its container and leaves an
@@ -412,7 +411,7 @@ func (p *plan) finish(dir string, res *BuildResult, opts BuildOptions) error {
 	if logw == nil {
 		logw = io.Discard
 	}
-	lay, err := DiscoverLayout(dir)
+	lay, err := axllm.DiscoverLayout(dir)
 	if err != nil {
 		return &BuildError{Kind: FailOutput, Msg: "pulsar2 reported no error but its output is incomplete: " + err.Error(),
 			Fix: "check the log for the step that stopped; a tokens_embed_size mismatch fails silently (ax-llm#62)"}
@@ -437,14 +436,14 @@ func (p *plan) finish(dir string, res *BuildResult, opts BuildOptions) error {
 	}
 	var prog io.Writer
 	if opts.Progress != nil {
-		prog = opts.Progress(embedFileSize(p.vocab, p.hidden), "embedding")
+		prog = opts.Progress(axllm.EmbedBytes(p.vocab, p.hidden), "embedding")
 	}
-	fmt.Fprintf(logw, "edgectl: writing %s (%s %v → bf16)\n", EmbedFileName, et.DType, et.Shape)
-	if err := WriteEmbedding(ef, et, filepath.Join(dir, EmbedFileName), prog); err != nil {
+	fmt.Fprintf(logw, "edgectl: writing %s (%s %v → bf16)\n", axllm.EmbedFileName, et.DType, et.Shape)
+	if err := WriteEmbedding(ef, et, filepath.Join(dir, axllm.EmbedFileName), prog); err != nil {
 		return err
 	}
 
-	if _, err := copyTokenizer(p.modelDir, filepath.Join(dir, TokenizerDir)); err != nil {
+	if _, err := copyTokenizer(p.modelDir, filepath.Join(dir, axllm.TokenizerDir)); err != nil {
 		return inputErr(err.Error(), "")
 	}
 	gen, err := hfconfig.LoadGeneration(p.modelDir)
@@ -457,30 +456,30 @@ func (p *plan) finish(dir string, res *BuildResult, opts BuildOptions) error {
 	}
 	res.Tokenizer = tok
 
-	post := postConfigFrom(gen)
-	if err := writeJSON(filepath.Join(dir, PostConfigName), &post); err != nil {
+	post := axllm.PostConfigFrom(gen)
+	if err := axllm.WriteJSON(filepath.Join(dir, axllm.PostConfigName), &post); err != nil {
 		return err
 	}
-	cfg := &AxllmConfig{
+	cfg := &axllm.Config{
 		ModelName: p.modelName, TokenizerType: p.tokType, URLTokenizerModel: tok,
 		TemplateFilenameAxmodel: lay.Template, AxmodelNum: lay.Layers, FilenamePostAxmodel: lay.Post,
-		FilenameTokensEmbed: EmbedFileName, TokensEmbedNum: p.vocab, TokensEmbedSize: p.hidden,
-		SystemPrompt: opts.SystemPrompt, PostConfigPath: PostConfigName,
+		FilenameTokensEmbed: axllm.EmbedFileName, TokensEmbedNum: p.vocab, TokensEmbedSize: p.hidden,
+		SystemPrompt: opts.SystemPrompt, PostConfigPath: axllm.PostConfigName,
 		Bos: p.bos(), Eos: boolp(false), UseMmapLoadEmbed: boolp(true),
 	}
 	if sw := p.text.SlidingWindow; sw != nil && *sw > 0 {
 		cfg.SlidingWindow = *sw
 	}
-	if err := writeJSON(filepath.Join(dir, AxllmConfigName), cfg); err != nil {
+	if err := axllm.WriteJSON(filepath.Join(dir, axllm.ConfigName), cfg); err != nil {
 		return err
 	}
-	info := BuildInfo{Tool: "edgectl pulsar2 build", PulsarVersion: res.PulsarVersion, Image: res.Image, Pulsar2Bin: res.Pulsar2Bin, Builder: res.Builder,
+	info := axllm.BuildInfo{Tool: "edgectl pulsar2 build", PulsarVersion: res.PulsarVersion, Image: res.Image, Pulsar2Bin: res.Pulsar2Bin, Builder: res.Builder,
 		Chip: p.chip, KVCacheLen: p.kv, PrefillLen: p.prefill, PrefillGroups: p.groups, WeightType: p.weightType,
 		Shim: p.shim.Hooks(), Source: p.modelName}
-	if err := writeJSON(filepath.Join(dir, BuildInfoName), &info); err != nil {
+	if err := axllm.WriteJSON(filepath.Join(dir, axllm.BuildInfoName), &info); err != nil {
 		return err
 	}
-	c, err := VerifyOutput(dir)
+	c, err := axllm.Verify(dir)
 	if err != nil {
 		return &BuildError{Kind: FailOutput, Msg: err.Error(), Fix: "rebuild; if it repeats, report the log"}
 	}
@@ -494,14 +493,14 @@ func (p *plan) finish(dir string, res *BuildResult, opts BuildOptions) error {
 func (p *plan) writeTokenizerTxt(dir string, gen *hfconfig.GenerationConfig) (string, error) {
 	if p.tokenizerTxt != "" {
 		name := filepath.Base(p.tokenizerTxt)
-		return name, copyFile(p.tokenizerTxt, filepath.Join(dir, name))
+		return name, atomicfile.Copy(p.tokenizerTxt, filepath.Join(dir, name), 0o644)
 	}
-	name := strings.ToLower(strings.ReplaceAll(p.cfg.ModelType, "-", "_")) + "_tokenizer.txt"
+	name := tokenizerTxtName(p.cfg.ModelType)
 	stops := []int(gen.EosTokenID)
 	if len(stops) == 0 {
 		stops = []int(p.text.EosTokenID)
 	}
-	if err := WriteTokenizerTxt(filepath.Join(p.modelDir, "tokenizer.json"), filepath.Join(dir, name), stops); err != nil {
+	if err := axllm.WriteTokenizerTxt(filepath.Join(p.modelDir, "tokenizer.json"), filepath.Join(dir, name), stops); err != nil {
 		return "", err
 	}
 	return name, nil
@@ -517,17 +516,6 @@ func (p *plan) bos() *bool {
 }
 
 func boolp(b bool) *bool { return &b }
-
-func writeJSON(path string, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "    ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(path, buf.Bytes(), 0o644)
-}
 
 func randHex(n int) string {
 	b := make([]byte, n)

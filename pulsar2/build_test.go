@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgectl/edgectl/format/axllm"
+
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/internal/cli"
 )
@@ -64,23 +66,23 @@ func TestBuildLLMBuildEndToEnd(t *testing.T) {
 		t.Errorf("no shim asked for, but PYTHONPATH set: %q", argv)
 	}
 
-	c, err := VerifyOutput(out)
+	c, err := axllm.Verify(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := AxllmConfig{ModelName: "Qwen3-Tiny", TokenizerType: "Qwen3", URLTokenizerModel: "qwen3_tokenizer.txt",
+	want := axllm.Config{ModelName: "Qwen3-Tiny", TokenizerType: "Qwen3", URLTokenizerModel: "qwen3_tokenizer.txt",
 		TemplateFilenameAxmodel: "qwen3_p128_l%d_together.axmodel", AxmodelNum: 3, FilenamePostAxmodel: "qwen3_post.axmodel",
-		FilenameTokensEmbed: EmbedFileName, TokensEmbedNum: 6400, TokensEmbedSize: 64}
+		FilenameTokensEmbed: axllm.EmbedFileName, TokensEmbedNum: 6400, TokensEmbedSize: 64}
 	got := *c
 	got.SystemPrompt, got.PostConfigPath, got.Bos, got.Eos, got.UseMmapLoadEmbed = "", "", nil, nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("config.json\n got %+v\nwant %+v", got, want)
 	}
-	if c.Bos == nil || *c.Bos || c.PostConfigPath != PostConfigName {
+	if c.Bos == nil || *c.Bos || c.PostConfigPath != axllm.PostConfigName {
 		t.Errorf("bos %v post_config_path %q: Qwen has no BOS", c.Bos, c.PostConfigPath)
 	}
-	checkEmbedding(t, filepath.Join(out, EmbedFileName), emb)
-	pc, err := ReadPostConfig(filepath.Join(out, PostConfigName))
+	checkEmbedding(t, filepath.Join(out, axllm.EmbedFileName), emb)
+	pc, err := axllm.ReadPostConfig(filepath.Join(out, axllm.PostConfigName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +98,9 @@ func TestBuildLLMBuildEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(string(tok), "430 1\n") {
 		t.Errorf("tokenizer.txt starts %q", firstLines(string(tok), 3))
 	}
-	bi, err := ReadBuildInfo(out)
-	if err != nil || bi.KVCacheLen != 1023 || bi.PulsarVersion != "5.2" || bi.WeightType != "s8" {
-		t.Errorf("build info %+v, %v", bi, err)
+	bi := axllm.Describe(out).Build
+	if bi == nil || bi.KVCacheLen != 1023 || bi.PulsarVersion != "5.2" || bi.WeightType != "s8" {
+		t.Errorf("build info %+v", bi)
 	}
 	noLeftovers(t, filepath.Dir(out))
 }
@@ -135,7 +137,7 @@ func TestBuildLLMBuild2NewestImageGPTQ(t *testing.T) {
 	defer ck.Close()
 	f, et, _ := FindEmbedding(ck, false)
 	src, _ := f.Bytes(et)
-	got, _ := os.ReadFile(filepath.Join(out, EmbedFileName))
+	got, _ := os.ReadFile(filepath.Join(out, axllm.EmbedFileName))
 	if !bytes.Equal(src, got) {
 		t.Error("BF16 embedding not copied as is")
 	}

@@ -5,9 +5,10 @@
 // runtime (`axllm run|serve`) loads as it is: the raw bf16 embedding, the
 // ax-llm config.json and post_config.json, and the tokenizer.
 //
-// It also writes the shim on its own (WriteShim) and bakes it into a copy of
-// the compiler image (PatchImage), and reads and checks a built directory
-// (ReadAxllmConfig, VerifyOutput) for the serve lane and prep.
+// It also writes the shim on its own (WriteShim), bakes it into a copy of
+// the compiler image (PatchImage) and regenerates a compiled directory's
+// config.json (RegenerateConfig). The directory's format (its configs,
+// file names, tokenizer file, verification) is format/axllm's.
 //
 // Facts about the toolchain come from ../shared/docs/axera.md (§3-§8).
 package pulsar2

@@ -5,51 +5,37 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sync"
 
 	"github.com/edgectl/edgectl/format/half"
+	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 )
 
-// EmbedFileName is the runtime's embedding file (axera.md §5).
-const EmbedFileName = "model.embed_tokens.weight.bfloat16.bin"
-
-// embedTensorNames are the names ax-llm-build's extract_embed.py looks for,
-// plus the newer transformers spelling for multimodal wrappers.
-var embedTensorNames = []string{
-	"model.embed_tokens.weight",
-	"llm.model.embed_tokens.weight",
-	"language_model.model.embed_tokens.weight",
-	"model.language_model.embed_tokens.weight",
-}
-
-// FindEmbedding returns the checkpoint's token embedding: its file and
-// header entry, checked to be a 2-D float matrix. With tied set (the LM head
-// shares the embedding), lm_head.weight stands in when a checkpoint stores
-// the shared matrix only under that name.
+// FindEmbedding returns the checkpoint's token embedding as hflayout
+// resolves it (any known prefix; with tied set, the LM head stands in when
+// a checkpoint stores the shared matrix only under that name): its file and
+// header entry, checked to be a 2-D float matrix.
 func FindEmbedding(ck *safetensors.Checkpoint, tied bool) (*safetensors.File, safetensors.Tensor, error) {
-	names := embedTensorNames
-	if tied {
-		names = append(names[:len(names):len(names)], "lm_head.weight")
+	lay, err := hflayout.DetectCheckpoint(ck)
+	if err != nil {
+		return nil, safetensors.Tensor{}, fmt.Errorf("%s: no token embedding: %w", ck.Dir, err)
 	}
-	for _, name := range names {
-		f, t, ok := ck.Lookup(name)
-		if !ok {
-			continue
-		}
-		if len(t.Shape) != 2 {
-			return nil, t, fmt.Errorf("%s: tensor %q has shape %v, want [vocab, hidden]", f.Path, name, t.Shape)
-		}
-		switch t.DType {
-		case safetensors.BF16, safetensors.F16, safetensors.F32:
-		default:
-			return nil, t, fmt.Errorf("%s: tensor %q is %s; the embedding must be BF16, F16 or F32 (dequantize it first)", f.Path, name, t.DType)
-		}
-		return f, t, nil
+	name, err := lay.StoredEmbedding(tied)
+	if err != nil {
+		return nil, safetensors.Tensor{}, fmt.Errorf("%s: no token embedding: %w", ck.Dir, err)
 	}
-	return nil, safetensors.Tensor{}, fmt.Errorf("%s: no token embedding (looked for %v)", ck.Dir, embedTensorNames)
+	f, t, _ := ck.Lookup(name)
+	if len(t.Shape) != 2 {
+		return nil, t, fmt.Errorf("%s: tensor %q has shape %v, want [vocab, hidden]", f.Path, name, t.Shape)
+	}
+	switch t.DType {
+	case safetensors.BF16, safetensors.F16, safetensors.F32:
+	default:
+		return nil, t, fmt.Errorf("%s: tensor %q is %s; the embedding must be BF16, F16 or F32 (dequantize it first)", f.Path, name, t.DType)
+	}
+	return f, t, nil
 }
 
 // embedChunkRows bounds the rows converted per step: memory stays at one
@@ -131,14 +117,3 @@ var f16ToBF16Table = sync.OnceValue(func() *[1 << 16]uint16 {
 	}
 	return &t
 })
-
-// embedFileSize is the size the runtime expects: vocab × hidden × 2.
-func embedFileSize(vocab, hidden int) int64 { return int64(vocab) * int64(hidden) * 2 }
-
-func fileSize(path string) (int64, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
-}

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/edgectl/edgectl/format/axllm"
+
 	"github.com/edgectl/edgectl/format/safetensors"
 )
 
@@ -47,7 +49,7 @@ func benchWrite(b *testing.B, d safetensors.DType) {
 	// 65536 × 1024: a 256 MiB F32 / 128 MiB BF16 table (Qwen3-0.6B's is
 	// 151936 × 1024). Peers: a plain io.Copy of the same input bytes.
 	f, t := benchEmbedding(b, d, 65536, 1024)
-	dst := filepath.Join(b.TempDir(), EmbedFileName)
+	dst := filepath.Join(b.TempDir(), axllm.EmbedFileName)
 	b.SetBytes(t.Size())
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)

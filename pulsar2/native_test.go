@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgectl/edgectl/format/axllm"
+
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/internal/testbin"
@@ -100,13 +102,13 @@ func TestNativeBuildEndToEnd(t *testing.T) {
 			t.Errorf("marker %q not recognized; markers %v", m, res.Markers)
 		}
 	}
-	if _, err := VerifyOutput(out); err != nil {
+	if _, err := axllm.Verify(out); err != nil {
 		t.Fatal(err)
 	}
-	checkEmbedding(t, filepath.Join(out, EmbedFileName), emb)
-	bi, err := ReadBuildInfo(out)
-	if err != nil || bi.Pulsar2Bin != bin || bi.Image != "" {
-		t.Errorf("build info %+v, %v", bi, err)
+	checkEmbedding(t, filepath.Join(out, axllm.EmbedFileName), emb)
+	bi := axllm.Describe(out).Build
+	if bi == nil || bi.Pulsar2Bin != bin || bi.Image != "" {
+		t.Errorf("build info %+v", bi)
 	}
 	noLeftovers(t, filepath.Dir(out))
 }

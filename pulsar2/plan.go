@@ -8,16 +8,16 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/patch"
 )
 
-// Defaults (axera.md §4): kv 2047 is what AXERA builds its current models
-// with; 128-token prefill chunks; parallel 8 as in the docs.
+// Defaults (axera.md §4): 128-token prefill chunks; parallel 8 as in the
+// docs. The KV-cache length's default is patch.DefaultKVLen.
 const (
 	DefaultChip       = "AX650"
-	DefaultKVCacheLen = 2047
 	DefaultPrefillLen = 128
 	DefaultParallel   = 8
 )
@@ -95,18 +95,14 @@ func preparePlan(o BuildOptions) (*plan, error) {
 		p.notes = append(p.notes, "--chip LAMBERT: enabling the alias-lambert shim (pulsar2 has no LambertBackend)")
 	}
 
-	// KV cache: flag, then config.json kv_cache_len, then the default.
-	kv, src := o.KVCacheLen, "--kv-cache-len"
-	if kv == 0 && p.cfg.KVCacheLen > 0 {
-		kv, src = p.cfg.KVCacheLen, cfg.Path+" kv_cache_len"
+	// KV cache: flag, then config.json kv_cache_len, then the default; the
+	// compiler builds exactly that length, so one not of the form is refused.
+	k := patch.NewKVLen(o.KVCacheLen, p.cfg)
+	if !k.Exact() {
+		return nil, inputErr(fmt.Sprintf("kv cache length %d (from %s) is not of the form 128·k−1", k.Asked, k.From),
+			fmt.Sprintf("use %d (the runtime's mask has kv_cache_len+1 slots; `edgectl patch config --kv-cache-len %d` fixes config.json)", k.Len(), k.Asked))
 	}
-	if kv == 0 {
-		kv, src = DefaultKVCacheLen, "default"
-	}
-	if !patch.IsKVCacheLen(kv) {
-		return nil, inputErr(fmt.Sprintf("kv cache length %d (from %s) is not of the form 128·k−1", kv, src),
-			fmt.Sprintf("use %d (the runtime's mask has kv_cache_len+1 slots; `edgectl patch config --kv-cache-len %d` fixes config.json)", patch.KVCacheLen(kv), kv))
-	}
+	kv := k.Asked
 	p.kv = kv
 	p.prefill = o.PrefillLen
 	if p.prefill == 0 {
@@ -195,13 +191,13 @@ func preparePlan(o BuildOptions) (*plan, error) {
 	// the compile.
 	matches, _ := filepath.Glob(filepath.Join(abs, "*tokenizer*.txt"))
 	for _, m := range matches {
-		if isTokenizerTxt(m) {
+		if axllm.IsTokenizerTxt(m) {
 			p.tokenizerTxt = m
 			break
 		}
 	}
 	if p.tokenizerTxt == "" {
-		if err := checkTokenizerExport(filepath.Join(abs, "tokenizer.json")); err != nil {
+		if err := axllm.CheckTokenizerExport(filepath.Join(abs, "tokenizer.json")); err != nil {
 			if _, err := p.stop(o, inputErr(err.Error(), "axllm reads its own tokenizer file: put the model's *_tokenizer.txt from AXERA's model repos into "+o.ModelDir)); err != nil {
 				return nil, err
 			}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 )
@@ -31,13 +31,13 @@ type RegenOptions struct {
 // and the tokenizer file is the shipped *_tokenizer.txt or one exported
 // from the sidecar's tokenizer.json. A missing post_config.json is written
 // from the sidecar's generation_config.json.
-func RegenerateConfig(dir string, opts RegenOptions) (*AxllmConfig, error) {
-	if b, err := os.ReadFile(filepath.Join(dir, AxllmConfigName)); err == nil && len(bytes.TrimSpace(b)) > 0 {
-		if c, err := ParseAxllmConfig(b, filepath.Join(dir, AxllmConfigName)); err == nil {
+func RegenerateConfig(dir string, opts RegenOptions) (*axllm.Config, error) {
+	if b, err := os.ReadFile(filepath.Join(dir, axllm.ConfigName)); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		if c, err := axllm.ParseConfig(b, filepath.Join(dir, axllm.ConfigName)); err == nil {
 			return c, nil // already valid: nothing to regenerate
 		}
 	}
-	lay, err := DiscoverLayout(dir)
+	lay, err := axllm.DiscoverLayout(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -46,13 +46,13 @@ func RegenerateConfig(dir string, opts RegenOptions) (*AxllmConfig, error) {
 		return nil, err
 	}
 	text := hf.Text()
-	st, err := os.Stat(filepath.Join(dir, EmbedFileName))
+	st, err := os.Stat(filepath.Join(dir, axllm.EmbedFileName))
 	if err != nil {
-		return nil, fmt.Errorf("%s: no %s; it holds the token embeddings and cannot be regenerated without the source checkpoint (edgectl pulsar2 build writes it)", dir, EmbedFileName)
+		return nil, fmt.Errorf("%s: no %s; it holds the token embeddings and cannot be regenerated without the source checkpoint (edgectl pulsar2 build writes it)", dir, axllm.EmbedFileName)
 	}
 	row := int64(text.HiddenSize) * 2
 	if text.HiddenSize <= 0 || st.Size()%row != 0 {
-		return nil, fmt.Errorf("%s: %d bytes is not a whole number of bf16 rows of hidden_size %d (from %s)", EmbedFileName, st.Size(), text.HiddenSize, filepath.Join(side, "config.json"))
+		return nil, fmt.Errorf("%s: %d bytes is not a whole number of bf16 rows of hidden_size %d (from %s)", axllm.EmbedFileName, st.Size(), text.HiddenSize, filepath.Join(side, "config.json"))
 	}
 	vocab := int(st.Size() / row)
 	name := opts.ModelName
@@ -70,49 +70,49 @@ func RegenerateConfig(dir string, opts RegenOptions) (*AxllmConfig, error) {
 		return nil, err
 	}
 	tok := ""
-	if m, _ := filepath.Glob(filepath.Join(dir, "*_tokenizer.txt")); len(m) == 1 && isTokenizerTxt(m[0]) {
+	if m, _ := filepath.Glob(filepath.Join(dir, "*_tokenizer.txt")); len(m) == 1 && axllm.IsTokenizerTxt(m[0]) {
 		tok = filepath.Base(m[0])
 	}
-	cfg := &AxllmConfig{
+	cfg := &axllm.Config{
 		ModelName: name, TokenizerType: tokType, URLTokenizerModel: tok,
 		TemplateFilenameAxmodel: lay.Template, AxmodelNum: lay.Layers, FilenamePostAxmodel: lay.Post,
-		FilenameTokensEmbed: EmbedFileName, TokensEmbedNum: vocab, TokensEmbedSize: text.HiddenSize,
-		PostConfigPath: PostConfigName, Eos: boolp(false), UseMmapLoadEmbed: boolp(true),
+		FilenameTokensEmbed: axllm.EmbedFileName, TokensEmbedNum: vocab, TokensEmbedSize: text.HiddenSize,
+		PostConfigPath: axllm.PostConfigName, Eos: boolp(false), UseMmapLoadEmbed: boolp(true),
 	}
 	if text.NumHiddenLayers > 0 && text.NumHiddenLayers != lay.Layers {
 		return nil, fmt.Errorf("%s: %d layer files but num_hidden_layers %d in %s", dir, lay.Layers, text.NumHiddenLayers, filepath.Join(side, "config.json"))
 	}
 	if !opts.Write {
 		if tok == "" {
-			cfg.URLTokenizerModel = strings.ToLower(hf.ModelType) + "_tokenizer.txt"
+			cfg.URLTokenizerModel = tokenizerTxtName(hf.ModelType)
 		}
 		return cfg, nil
 	}
 	// Temporaries of a killed earlier run writing the same files.
-	if _, err := atomicfile.CleanStale(dir, AxllmConfigName, PostConfigName); err != nil {
+	if _, err := atomicfile.CleanStale(dir, axllm.ConfigName, axllm.PostConfigName); err != nil {
 		return nil, err
 	}
 	if tok == "" {
-		tok = strings.ToLower(strings.ReplaceAll(hf.ModelType, "-", "_")) + "_tokenizer.txt"
+		tok = tokenizerTxtName(hf.ModelType)
 		stops := []int(gen.EosTokenID)
 		if len(stops) == 0 {
 			stops = []int(text.EosTokenID)
 		}
-		if err := WriteTokenizerTxt(filepath.Join(side, "tokenizer.json"), filepath.Join(dir, tok), stops); err != nil {
+		if err := axllm.WriteTokenizerTxt(filepath.Join(side, "tokenizer.json"), filepath.Join(dir, tok), stops); err != nil {
 			return nil, err
 		}
 		cfg.URLTokenizerModel = tok
 	}
-	if _, err := ReadPostConfig(filepath.Join(dir, PostConfigName)); err != nil {
-		post := postConfigFrom(gen)
-		if err := writeJSON(filepath.Join(dir, PostConfigName), &post); err != nil {
+	if _, err := axllm.ReadPostConfig(filepath.Join(dir, axllm.PostConfigName)); err != nil {
+		post := axllm.PostConfigFrom(gen)
+		if err := axllm.WriteJSON(filepath.Join(dir, axllm.PostConfigName), &post); err != nil {
 			return nil, err
 		}
 	}
 	// The backup is a hard link, so config.json stays in place until the
 	// new one is renamed over it: a kill in between leaves the old file,
 	// never none (rename only where links are impossible).
-	target := filepath.Join(dir, AxllmConfigName)
+	target := filepath.Join(dir, axllm.ConfigName)
 	if _, err := os.Lstat(target + ".orig"); errors.Is(err, os.ErrNotExist) {
 		if err := os.Link(target, target+".orig"); err != nil && !errors.Is(err, os.ErrNotExist) {
 			if err := os.Rename(target, target+".orig"); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -120,18 +120,16 @@ func RegenerateConfig(dir string, opts RegenOptions) (*AxllmConfig, error) {
 			}
 		}
 	}
-	if err := writeJSON(target, cfg); err != nil {
+	if err := axllm.WriteJSON(target, cfg); err != nil {
 		return nil, err
 	}
-	return VerifyOutput(dir)
+	return axllm.Verify(dir)
 }
 
-// findSidecar finds the Hugging Face config beside a compiled model:
-// DIR/tokenizer/config.json as edgectl writes it, or any
-// DIR/*tokenizer*/config.json as AXERA's repositories ship it.
+// findSidecar finds the Hugging Face config beside a compiled model
+// (axllm.SidecarConfigs) that gives its hidden_size.
 func findSidecar(dir string) (string, *hfconfig.Config, error) {
-	cands, _ := filepath.Glob(filepath.Join(dir, "*tokenizer*", "config.json"))
-	for _, c := range cands {
+	for _, c := range axllm.SidecarConfigs(dir) {
 		cfg, err := hfconfig.Load(c)
 		if err == nil && cfg.Text().HiddenSize > 0 {
 			return filepath.Dir(c), cfg, nil

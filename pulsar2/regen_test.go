@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/edgectl/edgectl/format/axllm"
 )
 
 // compiledDir lays out what a Hugging Face repository of a compiled model
@@ -27,8 +29,8 @@ func compiledDir(t *testing.T) string {
 		os.WriteFile(filepath.Join(dir, "qwen3_p128_l"+itoa(i)+"_together.axmodel"), []byte("axmodel"), 0o644)
 	}
 	os.WriteFile(filepath.Join(dir, "qwen3_post.axmodel"), []byte("axmodel"), 0o644)
-	os.WriteFile(filepath.Join(dir, EmbedFileName), make([]byte, 6400*768*2), 0o644)
-	os.WriteFile(filepath.Join(dir, AxllmConfigName), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, axllm.EmbedFileName), make([]byte, 6400*768*2), 0o644)
+	os.WriteFile(filepath.Join(dir, axllm.ConfigName), nil, 0o644)
 	return dir
 }
 
@@ -36,7 +38,7 @@ func itoa(i int) string { return string(rune('0' + i)) }
 
 func TestRegenerateConfigFromCompiledDir(t *testing.T) {
 	dir := compiledDir(t)
-	if _, err := VerifyOutput(dir); err == nil {
+	if _, err := axllm.Verify(dir); err == nil {
 		t.Fatal("a 0-byte config verified")
 	}
 	c, err := RegenerateConfig(dir, RegenOptions{Write: true})
@@ -50,7 +52,7 @@ func TestRegenerateConfigFromCompiledDir(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dir, "config.json.orig")); err != nil || st.Size() != 0 {
 		t.Fatal("the stub was not kept as config.json.orig")
 	}
-	if !isTokenizerTxt(filepath.Join(dir, c.URLTokenizerModel)) {
+	if !axllm.IsTokenizerTxt(filepath.Join(dir, c.URLTokenizerModel)) {
 		t.Fatalf("tokenizer %s not written", c.URLTokenizerModel)
 	}
 	// Idempotent: a valid config is returned as is.
@@ -62,7 +64,7 @@ func TestRegenerateConfigFromCompiledDir(t *testing.T) {
 
 func TestRegenerateConfigRefusesWhatItCannotKnow(t *testing.T) {
 	dir := compiledDir(t)
-	os.WriteFile(filepath.Join(dir, EmbedFileName), make([]byte, 768*2*10+2), 0o644)
+	os.WriteFile(filepath.Join(dir, axllm.EmbedFileName), make([]byte, 768*2*10+2), 0o644)
 	if _, err := RegenerateConfig(dir, RegenOptions{}); err == nil {
 		t.Fatal("accepted an embedding that is not whole rows")
 	}

@@ -1,13 +1,13 @@
 package pulsar2
 
 import (
-	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edgectl/edgectl/format/axllm"
 
 	"github.com/edgectl/edgectl/format/safetensors"
 )
@@ -68,106 +68,6 @@ func TestSplitLinesHandlesCarriageReturns(t *testing.T) {
 	}
 	if strings.Join(got, "|") != "a|prog 1|prog 2|done|last" {
 		t.Errorf("lines %q", got)
-	}
-}
-
-func TestReadAxllmConfigErrors(t *testing.T) {
-	dir := t.TempDir()
-	for _, c := range []struct{ body, has string }{
-		{"", "empty"},
-		{`{"architectures": ["Qwen3ForCausalLM"], "hidden_size": 8}`, "Hugging Face config.json"},
-		{`{"model_name": "m", "tokenizer_type": "Qwen3"}`, "Key not found: url_tokenizer_model"},
-		{`{"model_name": "m", "tokenizer_type": "Qwen3", "url_tokenizer_model": "t.txt", "template_filename_axmodel": "x_l0.axmodel",
-		   "axmodel_num": 2, "filename_post_axmodel": "p", "filename_tokens_embed": "e", "tokens_embed_num": 1, "tokens_embed_size": 1}`, "%d"},
-		{`{"model_name": "m", "tokenizer_type": "Qwen3", "url_tokenizer_model": "t.txt", "template_filename_axmodel": "x_l%d.axmodel",
-		   "axmodel_num": "2", "filename_post_axmodel": "p", "filename_tokens_embed": "e", "tokens_embed_num": 1, "tokens_embed_size": 1}`, `"axmodel_num" holds string`},
-	} {
-		p := filepath.Join(dir, "config.json")
-		os.WriteFile(p, []byte(c.body), 0o644)
-		if _, err := ReadAxllmConfig(dir); err == nil || !strings.Contains(err.Error(), c.has) {
-			t.Errorf("%.40q: err %v, want %q", c.body, err, c.has)
-		}
-	}
-	os.WriteFile(filepath.Join(dir, "post_config.json"), []byte(`{"enable_temperature": true, "temperature": 0.1}`), 0o644)
-	if _, err := ReadPostConfig(filepath.Join(dir, "post_config.json")); err == nil || !strings.Contains(err.Error(), "top_k") {
-		t.Errorf("incomplete post_config accepted: %v", err)
-	}
-}
-
-// VerifyOutput catches what axllm would trip on.
-func TestVerifyOutputFindsProblems(t *testing.T) {
-	dir := t.TempDir()
-	cfg := &AxllmConfig{ModelName: "m", TokenizerType: "Qwen3", URLTokenizerModel: "qwen3_tokenizer.txt",
-		TemplateFilenameAxmodel: "qwen3_p128_l%d_together.axmodel", AxmodelNum: 2, FilenamePostAxmodel: "qwen3_post.axmodel",
-		FilenameTokensEmbed: EmbedFileName, TokensEmbedNum: 10, TokensEmbedSize: 4,
-		Extra: map[string]json.RawMessage{"kv_cache_slots": json.RawMessage("2")}}
-	if err := writeJSON(filepath.Join(dir, AxllmConfigName), cfg); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"qwen3_p128_l0_together.axmodel", "qwen3_p128_l1_together.axmodel", "qwen3_p128_l2_together.axmodel", "qwen3_tokenizer.txt"} {
-		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
-	}
-	os.WriteFile(filepath.Join(dir, EmbedFileName), make([]byte, 79), 0o644)
-	_, err := VerifyOutput(dir)
-	ve, ok := err.(*VerifyError)
-	if !ok {
-		t.Fatalf("err = %v", err)
-	}
-	joined := strings.Join(ve.Problems, "\n")
-	for _, want := range []string{"l2_together.axmodel exists but axmodel_num is 2", "post model qwen3_post.axmodel missing", "79 bytes, want", "post config post_config.json missing"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("problems lack %q:\n%s", want, joined)
-		}
-	}
-	// Extra keys survive a round trip.
-	back, err := ReadAxllmConfig(dir)
-	if err != nil || string(back.Extra["kv_cache_slots"]) != "2" {
-		t.Errorf("extra keys lost: %v %v", back, err)
-	}
-}
-
-func TestDiscoverLayoutRejectsGaps(t *testing.T) {
-	dir := t.TempDir()
-	for _, f := range []string{"q_p128_l0_together.axmodel", "q_p128_l2_together.axmodel", "q_post.axmodel"} {
-		os.WriteFile(filepath.Join(dir, f), nil, 0o644)
-	}
-	if _, err := DiscoverLayout(dir); err == nil || !strings.Contains(err.Error(), "gap") {
-		t.Errorf("gap not reported: %v", err)
-	}
-}
-
-// The exported tokenizer file: header, then token bytes by id, checked
-// against tokens whose bytes are known independently.
-func TestWriteTokenizerTxt(t *testing.T) {
-	dst := filepath.Join(t.TempDir(), "t.txt")
-	if err := WriteTokenizerTxt(filepath.Join("testdata", "qwen3-tok", "tokenizer.json"), dst, []int{2, 0}); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(dst)
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if lines[0] != "430 1" {
-		t.Fatalf("header %q", lines[0])
-	}
-	counts := strings.Fields(lines[1])
-	ids := strings.Fields(lines[2])
-	if len(counts) != 3 || counts[1] != "2" || counts[2] != "0" || len(ids) < 3 || ids[len(ids)-2] != "2" || ids[len(ids)-1] != "0" {
-		t.Errorf("special/stop lines %q %q", lines[1], lines[2])
-	}
-	if lines[3] != "6400" || len(lines) != 4+6400 {
-		t.Fatalf("vocab count %q, %d token lines", lines[3], len(lines)-4)
-	}
-	tok := func(id int) string {
-		b, err := base64.StdEncoding.DecodeString(lines[4+id])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	// id 2 is <|im_end|>, 300 is "he", 302 is "ãĢĤ" = the bytes of "。".
-	for id, want := range map[int]string{2: "<|im_end|>", 300: "he", 302: "。"} {
-		if got := tok(id); got != want {
-			t.Errorf("token %d = %q, want %q", id, got, want)
-		}
 	}
 }
 
@@ -244,7 +144,7 @@ func TestWriteEmbeddingConverts(t *testing.T) {
 			t.Fatal(err)
 		}
 		tt, _ := f.Tensor("model.embed_tokens.weight")
-		out := filepath.Join(dir, EmbedFileName)
+		out := filepath.Join(dir, axllm.EmbedFileName)
 		if err := WriteEmbedding(f, tt, out, nil); err != nil {
 			t.Fatal(err)
 		}

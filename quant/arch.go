@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/edgectl/edgectl/format/hflayout"
 )
 
 // dims are the decoder dimensions from config.json.
@@ -17,6 +19,7 @@ type dims struct {
 
 // layout is the source's tensors by role.
 type layout struct {
+	hf     hflayout.Layout     // the checkpoint's naming
 	model  map[string]string   // embedding, final_norm, lm_head → HF name
 	layers []map[string]string // kind → HF name
 }
@@ -47,25 +50,30 @@ func (p *packer) loadModel() (*layout, error) {
 	if d.ctx == 0 {
 		d.ctx = 4096
 	}
-	lay := &layout{model: map[string]string{}, layers: make([]map[string]string, d.layers)}
+	names := s.names()
+	hf, err := hflayout.Detect(names)
+	if err != nil {
+		return nil, inputErrorf("%s: %v", p.opts.Input, err)
+	}
+	lay := &layout{hf: hf, model: map[string]string{}, layers: make([]map[string]string, d.layers)}
 	for i := range lay.layers {
 		lay.layers[i] = map[string]string{}
 	}
 	var unknown []string
-	for _, name := range s.names() {
-		r, ok, skip := classify(name)
+	for _, name := range names {
+		layer, kind, ok, skip := classify(hf, name)
 		switch {
 		case skip:
 			continue
 		case !ok:
 			unknown = append(unknown, name)
 			continue
-		case r.layer < 0:
-			lay.model[r.kind] = name
-		case r.layer >= d.layers:
-			return nil, inputErrorf("tensor %q is layer %d, but config.json says num_hidden_layers = %d", name, r.layer, d.layers)
+		case layer < 0:
+			lay.model[kind] = name
+		case layer >= d.layers:
+			return nil, inputErrorf("tensor %q is layer %d, but config.json says num_hidden_layers = %d", name, layer, d.layers)
 		default:
-			lay.layers[r.layer][r.kind] = name
+			lay.layers[layer][kind] = name
 		}
 	}
 	nLinear := 0
@@ -77,7 +85,7 @@ func (p *packer) loadModel() (*layout, error) {
 		}
 	}
 	if nLinear == 0 {
-		return nil, inputErrorf("%s: no linear weights (model.layers.N.{self_attn,mlp}.*_proj.weight) found: nothing to pack", p.opts.Input)
+		return nil, inputErrorf("%s: no linear weights (%slayers.N.{self_attn,mlp}.*_proj.weight) found: nothing to pack", p.opts.Input, hf.Prefix)
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
@@ -91,29 +99,28 @@ func (p *packer) loadModel() (*layout, error) {
 	for l, m := range lay.layers {
 		for _, k := range append([]string{"input_norm", "post_attn_norm"}, LinearKinds...) {
 			if _, ok := m[k]; !ok {
-				return nil, inputErrorf("layer %d has no %s tensor (model.layers.%d.%s)", l, k, l, hfSuffix(k))
+				return nil, inputErrorf("layer %d has no %s tensor (%s)", l, k, hf.LayerName(l, hflayout.Kind(k)))
 			}
 		}
 	}
-	// Tied checkpoints saved by transformers' safetensors dedup keep only
-	// lm_head.weight (the __metadata__ records the alias); it is the
-	// embedding.
-	if _, ok := lay.model["embedding"]; !ok && c.Tied() {
-		if head, ok := lay.model["lm_head"]; ok {
-			lay.model["embedding"] = head
-			delete(lay.model, "lm_head")
-		}
+	// hflayout's tied rule: a tied checkpoint saved through safetensors'
+	// dedup may keep the shared matrix only as the head.
+	emb, err := hf.StoredEmbedding(c.Tied())
+	if err != nil {
+		return nil, inputErrorf("%s: %v", p.opts.Input, err)
 	}
-	for _, k := range []string{"embedding", "final_norm"} {
-		if _, ok := lay.model[k]; !ok {
-			return nil, inputErrorf("%s: tensor %s is missing", p.opts.Input, map[string]string{"embedding": "model.embed_tokens.weight", "final_norm": "model.norm.weight"}[k])
-		}
+	if emb != lay.model["embedding"] {
+		lay.model["embedding"] = emb
+		delete(lay.model, "lm_head")
 	}
-	_, hasHead := lay.model["lm_head"]
-	d.tied = c.Tied() || !hasHead
-	if !d.tied && !hasHead {
-		return nil, inputErrorf("config.json says tie_word_embeddings = false but lm_head.weight is missing")
+	if _, ok := lay.model["final_norm"]; !ok {
+		return nil, inputErrorf("%s: tensor %q is missing", p.opts.Input, hf.Name(hflayout.FinalNorm))
 	}
+	head, err := hf.StoredHead(c.Tied())
+	if err != nil {
+		return nil, inputErrorf("%s: %v", p.opts.Input, err)
+	}
+	d.tied = head == ""
 	p.dims = d
 	if s.arch == "" {
 		p.res.Arch = "llama"
@@ -121,15 +128,6 @@ func (p *packer) loadModel() (*layout, error) {
 		p.res.Arch = s.arch
 	}
 	return lay, nil
-}
-
-func hfSuffix(kind string) string {
-	for k, v := range layerKinds {
-		if v == kind {
-			return k
-		}
-	}
-	return kind
 }
 
 func quoteAll(s []string) []string {
@@ -178,23 +176,23 @@ var ggufLinearNames = map[string]string{
 // (token_embd.weight, blk.N.attn_q.weight, …); ok is false for tensors
 // without a GGUF counterpart.
 func GGUFName(hf string) (string, bool) {
-	r, ok, _ := classify(hf)
-	if !ok {
+	layer, k, ok := hflayout.Parse(hf)
+	if !ok || !packKinds[k] {
 		return "", false
 	}
-	switch r.kind {
-	case "embedding":
+	switch k {
+	case hflayout.Embedding:
 		return "token_embd.weight", true
-	case "final_norm":
+	case hflayout.FinalNorm:
 		return "output_norm.weight", true
-	case "lm_head":
+	case hflayout.LMHead:
 		return "output.weight", true
 	}
 	suffix := ".weight"
-	if strings.HasSuffix(r.kind, "_bias") {
+	if strings.HasSuffix(string(k), "_bias") {
 		suffix = ".bias"
 	}
-	return fmt.Sprintf("blk.%d.%s%s", r.layer, ggufLinearNames[r.kind], suffix), true
+	return fmt.Sprintf("blk.%d.%s%s", layer, ggufLinearNames[string(k)], suffix), true
 }
 
 // PermuteQK is the row order llama.cpp's convert_hf_to_gguf.py gives Q and

@@ -8,18 +8,21 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 )
 
-// gptqLinearRe matches the projections GPTQ quantizes: every 2-D
+// isGPTQLinear reports a projection GPTQ quantizes: every 2-D
 // `*_proj.weight` inside the decoder layers (llama/bitnet/qwen/mistral
 // naming). Embeddings, norms and lm_head are copied unchanged.
-var gptqLinearRe = regexp.MustCompile(`^model\.layers\.\d+\..*_proj\.weight$`)
+func isGPTQLinear(lay hflayout.Layout, name string) bool {
+	_, rest, ok := lay.LayerOf(name)
+	return ok && strings.HasSuffix(rest, "_proj.weight")
+}
 
 // packGPTQ writes a checkpoint directory in AutoGPTQ's layout.
 func (p *packer) packGPTQ(ctx context.Context) error {
@@ -27,14 +30,19 @@ func (p *packer) packGPTQ(ctx context.Context) error {
 	if s.rawCfg == nil {
 		return inputErrorf("%s has no config.json: gptq-int4 writes quantization_config into it", s.dir)
 	}
+	names := s.names()
+	lay, err := hflayout.Detect(names)
+	if err != nil {
+		return inputErrorf("%s: %v", p.opts.Input, err)
+	}
 	var sources []safetensors.Source
 	nLinear := 0
-	for _, name := range s.names() {
+	for _, name := range names {
 		f, t, _ := s.lookup(name)
 		if strings.HasSuffix(name, ".weight_scale") {
 			continue // folded into the dequantized weights
 		}
-		if !gptqLinearRe.MatchString(name) || len(t.Shape) != 2 {
+		if !isGPTQLinear(lay, name) || len(t.Shape) != 2 {
 			sources = append(sources, safetensors.Source{Name: name, DType: t.DType, Shape: t.Shape, WriteTo: f.CopyTensor(t)})
 			continue
 		}
@@ -49,7 +57,7 @@ func (p *packer) packGPTQ(ctx context.Context) error {
 		sources = append(sources, p.gptqSources(ctx, l)...)
 	}
 	if nLinear == 0 {
-		return inputErrorf("%s: no linear weights (model.layers.N.*_proj.weight) found: nothing to quantize", p.opts.Input)
+		return inputErrorf("%s: no linear weights (%slayers.N.*_proj.weight) found: nothing to quantize", p.opts.Input, lay.Prefix)
 	}
 	p.res.Arch = s.rawCfg.Arch()
 

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/edgectl/edgectl/format/h1b"
+	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/failpoint"
 	"github.com/edgectl/edgectl/sherry"
@@ -27,7 +28,7 @@ func (p *packer) packH1B(ctx context.Context) error {
 	for l, m := range lay.layers {
 		for _, k := range []string{"attn_sub_norm", "ffn_sub_norm"} {
 			if _, ok := m[k]; !ok {
-				return inputErrorf("layer %d has no %s (model.layers.%d.%s): .h1b holds BitNet models, whose layers have sub-norms", l, k, l, hfSuffix(k))
+				return inputErrorf("layer %d has no %s (%s): .h1b holds BitNet models, whose layers have sub-norms", l, k, lay.hf.LayerName(l, hflayout.Kind(k)))
 			}
 		}
 		for _, k := range []string{"q_bias", "k_bias", "v_bias", "o_bias"} {

@@ -513,10 +513,28 @@ func TestPackErrors(t *testing.T) {
 	f.Close()
 	os.WriteFile(filepath.Join(noLin, "config.json"), []byte(`{"model_type":"llama","hidden_size":2,"intermediate_size":4,"num_hidden_layers":1,"num_attention_heads":1,"vocab_size":2}`), 0o644)
 
+	// config.json says untied, but the checkpoint has no head (hflayout's
+	// rule: an error, not a silent tie).
+	untied := newTiny("bitnet")
+	untiedIn := untied.write(t)
+	cfgPath := filepath.Join(untiedIn, "config.json")
+	cfg, _ := os.ReadFile(cfgPath)
+	os.WriteFile(cfgPath, bytes.Replace(cfg, []byte(`"tie_word_embeddings": true`), []byte(`"tie_word_embeddings": false`), 1), 0o644)
+
+	// GPT-2 naming: no decoder tensors under any prefix quant knows.
+	gpt2 := t.TempDir()
+	f, _ = os.Create(filepath.Join(gpt2, "model.safetensors"))
+	safetensors.Write(f, nil, []safetensors.Source{{Name: "transformer.wte.weight", DType: safetensors.F32, Shape: []int64{2, 2}, WriteTo: safetensors.FromBytes(make([]byte, 16))}})
+	f.Close()
+	os.WriteFile(filepath.Join(gpt2, "config.json"), []byte(`{"model_type":"gpt2","hidden_size":2,"intermediate_size":4,"num_hidden_layers":1,"num_attention_heads":1,"vocab_size":2}`), 0o644)
+
 	cases := []struct {
 		name, in, format, tern string
 		want                   []string
 	}{
+		{"untied without head", untiedIn, FormatTQ2_0, TernarizeAuto, []string{`"lm_head.weight" is missing`, "tie_word_embeddings is false"}},
+		{"gpt2 naming", gpt2, FormatTQ2_0, TernarizeAuto, []string{"no decoder tensors", "model.language_model.", `"transformer.wte.weight"`}},
+		{"gpt2 naming gptq", gpt2, FormatGPTQInt4, "", []string{"no decoder tensors", `"transformer.wte.weight"`}},
 		{"nan", nanIn, FormatTQ2_0, TernarizeAuto, []string{`"model.layers.1.self_attn.v_proj.weight" [128 256]`, "row 2", "element 16", "NaN"}},
 		{"nan-none", nanIn, FormatTQ1_0, TernarizeNone, []string{`"model.layers.1.self_attn.v_proj.weight" [128 256]`, "row 2", "element 16", "not finite"}},
 		{"nan-sherry", nanIn, FormatSherry, TernarizeAuto, []string{`v_proj.weight" [128 256]`, "row 2, element 16"}},

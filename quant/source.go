@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/edgectl/edgectl/format/half"
 	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/format/safetensors"
 )
 
@@ -105,58 +104,31 @@ func archOf(c *hfconfig.Config) string {
 	return ""
 }
 
-// Role of an HF tensor in a llama/bitnet decoder.
-type role struct {
-	layer int    // -1 for model-level tensors
-	kind  string // embedding, final_norm, lm_head, input_norm, post_attn_norm, attn_sub_norm, ffn_sub_norm, q, k, v, o, gate, up, down, *_bias
-}
-
-var layerRe = regexp.MustCompile(`^model\.layers\.(\d+)\.(.+)$`)
-
-var layerKinds = map[string]string{
-	"input_layernorm.weight":          "input_norm",
-	"post_attention_layernorm.weight": "post_attn_norm",
-	"self_attn.attn_sub_norm.weight":  "attn_sub_norm",
-	"mlp.ffn_sub_norm.weight":         "ffn_sub_norm",
-	"self_attn.q_proj.weight":         "q",
-	"self_attn.k_proj.weight":         "k",
-	"self_attn.v_proj.weight":         "v",
-	"self_attn.o_proj.weight":         "o",
-	"mlp.gate_proj.weight":            "gate",
-	"mlp.up_proj.weight":              "up",
-	"mlp.down_proj.weight":            "down",
-	"self_attn.q_proj.bias":           "q_bias",
-	"self_attn.k_proj.bias":           "k_bias",
-	"self_attn.v_proj.bias":           "v_bias",
-	"self_attn.o_proj.bias":           "o_bias",
+// packKinds are the tensors of a llama/bitnet decoder, the ones quant
+// pack writes; any other tensor of the checkpoint is an error naming it.
+var packKinds = map[hflayout.Kind]bool{
+	hflayout.Embedding: true, hflayout.FinalNorm: true, hflayout.LMHead: true,
+	hflayout.InputNorm: true, hflayout.PostAttnNorm: true, hflayout.AttnSubNorm: true, hflayout.FFNSubNorm: true,
+	hflayout.Q: true, hflayout.K: true, hflayout.V: true, hflayout.O: true,
+	hflayout.Gate: true, hflayout.Up: true, hflayout.Down: true,
+	hflayout.QBias: true, hflayout.KBias: true, hflayout.VBias: true, hflayout.OBias: true,
 }
 
 // LinearKinds are the per-layer projection weights, in .h1b order.
 var LinearKinds = []string{"q", "k", "v", "o", "gate", "up", "down"}
 
-// classify names an HF tensor's role. Companion tensors (weight_scale,
-// rotary inv_freq) return ok = false with skip = true.
-func classify(name string) (r role, ok, skip bool) {
-	switch name {
-	case "model.embed_tokens.weight":
-		return role{-1, "embedding"}, true, false
-	case "model.norm.weight":
-		return role{-1, "final_norm"}, true, false
-	case "lm_head.weight":
-		return role{-1, "lm_head"}, true, false
-	}
+// classify names an HF tensor's role in lay: its layer (-1 for
+// model-level tensors) and kind. Companion tensors (weight_scale, rotary
+// inv_freq) return ok = false with skip = true.
+func classify(lay hflayout.Layout, name string) (layer int, kind string, ok, skip bool) {
 	if strings.HasSuffix(name, ".weight_scale") || strings.HasSuffix(name, "rotary_emb.inv_freq") {
-		return role{}, false, true
+		return -1, "", false, true
 	}
-	m := layerRe.FindStringSubmatch(name)
-	if m == nil {
-		return role{}, false, false
+	layer, k, ok := lay.Role(name)
+	if !ok || !packKinds[k] {
+		return -1, "", false, false
 	}
-	l, _ := strconv.Atoi(m[1])
-	if k, found := layerKinds[m[2]]; found {
-		return role{l, k}, true, false
-	}
-	return role{}, false, false
+	return layer, string(k), true, false
 }
 
 // linear reads the rows of one 2-D projection weight as float32, whatever

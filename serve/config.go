@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine/upstream"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // FileConfig is the --config file (JSON). Flags given on the command line

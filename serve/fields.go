@@ -9,8 +9,8 @@ import (
 	"reflect"
 	"runtime"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // Honest fields: a request field edgectl does not implement is refused

@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/upstream"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // errAbandoned stops a backend that kept emitting after the watchdog gave

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/internal/version"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // handleHealth answers 200 whenever the server is up, "hot" included, so

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/edgectl/edgectl/serve/api"
+	"github.com/edgectl/edgectl/api"
 )
 
 // NPUReading is what an accelerator reports about itself (the axcl lane

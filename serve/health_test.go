@@ -12,9 +12,9 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine/axcl"
 	"github.com/edgectl/edgectl/internal/testbin"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // fakeSys writes a /proc and /sys tree: one thermal zone at zoneC, 8 GB of

@@ -3,8 +3,8 @@ package serve
 import (
 	"fmt"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // What each backend does with a request's sampling and scoring fields: the

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // Token log-probabilities in the wire shapes: OpenAI chat's

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgectl/edgectl/prep"
+	"github.com/edgectl/edgectl/artifact"
 )
 
 // hfSnapshot lays out CACHE/models--ORG--NAME/snapshots/<commit>/ as
@@ -165,24 +165,24 @@ func TestRegistryExplicitNames(t *testing.T) {
 
 func TestRegistryNamesPrepOutputsAfterTheirSource(t *testing.T) {
 	root := t.TempDir()
-	manifest := func(dir string, src prep.Source) {
+	manifest := func(dir string, src artifact.Source) {
 		t.Helper()
-		b, err := (&prep.Manifest{Schema: prep.ManifestSchema, Target: "cpu", Source: src}).Marshal()
+		b, err := (&artifact.Manifest{Schema: artifact.ManifestSchema, Target: "cpu", Source: src}).Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, prep.ManifestName), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, artifact.ManifestName), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	hubOut := tinyDir(t, root, "out-cpu")
-	manifest(hubOut, prep.Source{Repo: "Qwen/Qwen3-0.6B", Revision: "main", Commit: commitA})
+	manifest(hubOut, artifact.Source{Repo: "Qwen/Qwen3-0.6B", Revision: "main", Commit: commitA})
 	dirOut := filepath.Join(root, "out-gguf")
 	os.MkdirAll(dirOut, 0o755)
 	os.WriteFile(filepath.Join(dirOut, "weights.gguf"), []byte("GGUF"), 0o644)
-	manifest(dirOut, prep.Source{Dir: "My-Llama", TreeSHA256: strings.Repeat("0", 64)})
+	manifest(dirOut, artifact.Source{Dir: "My-Llama", TreeSHA256: strings.Repeat("0", 64)})
 	axOut := axDir(t, root, "out-ax650", `{}`, 1)
-	manifest(axOut, prep.Source{Repo: "AXERA-TECH/Qwen3-1.7B"})
+	manifest(axOut, artifact.Source{Repo: "AXERA-TECH/Qwen3-1.7B"})
 	// Not prep's: another schema, and a manifest that is a directory.
 	foreign := tinyDir(t, root, "foreign")
 	os.WriteFile(filepath.Join(foreign, "manifest.json"), []byte(`{"schema":"other/v1","source":{"repo":"x/evil"}}`), 0o644)

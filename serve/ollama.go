@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/internal/version"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // ndjsonWriter writes one JSON object per line and flushes it.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 const fingerprint = "fp_edgectl"

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine/axcl"
 	"github.com/edgectl/edgectl/engine/upstream"
 	"github.com/edgectl/edgectl/format/hfconfig"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // Lane names of the built-in lanes. Upstreams get "upstream:NAME" unless

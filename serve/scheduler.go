@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // LaneConfig bounds one lane: how much memory its loaded models may hold,

@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/upstream"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // Options configure a Server. Engines maps lane names to the engine that

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // host samples the machine's temperature, memory and CPU load from /proc

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/edgectl/edgectl/doctor"
+	"github.com/edgectl/edgectl/engine/axcl"
 	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/serve"
 )
@@ -104,27 +105,34 @@ func runDoctor(ctx context.Context, io *cli.IO, o *doctorOptions) error {
 	return nil
 }
 
-// doctorDevice runs the board's checks with the axcl settings serve would
-// use (its --config), so doctor asks the same axcl-smi about the same card.
+// doctorDevice runs the vendor lane's board checks (engine/axcl) with the
+// axcl settings serve would use (its --config), so doctor asks the same
+// axcl-smi about the same card, and reports them as doctor does.
 func doctorDevice(ctx context.Context, o *doctorOptions) (*doctor.Report, error) {
 	if o.Log != "" || o.KVCacheLen != 0 {
 		return nil, cli.Usagef("--log and --kv-cache-len check a model directory; drop them with --device")
 	}
-	d := doctor.DeviceOptions{Root: o.DeviceRoot, Card: max(o.Card, 0)}
+	lane := axcl.Options{Device: max(o.Card, 0), Logf: func(string, ...any) {}}
+	board := axcl.BoardOptions{Root: o.DeviceRoot}
 	if o.Config != "" {
 		fc, err := serve.ReadConfig(o.Config)
 		if err != nil {
 			return nil, err
 		}
-		d.SMI = fc.Axcl.SMI
+		lane.SMI = fc.Axcl.SMI
 		if o.Card < 0 {
-			d.Card = fc.Axcl.Device
+			lane.Device = fc.Axcl.Device
 		}
 		if fc.HotTempC != nil {
-			d.HotC = *fc.HotTempC
+			board.HotC = *fc.HotTempC
 		}
 	}
-	return doctor.CheckDevice(ctx, d), nil
+	r := &doctor.Report{Path: fmt.Sprintf("card %d", lane.Device), Target: "ax650", Kind: "device"}
+	for _, f := range axcl.New(lane).CheckBoard(ctx, board) {
+		r.Findings = append(r.Findings, doctor.Finding{ID: f.ID, Severity: doctor.Severity(f.Severity), Message: f.Message, Evidence: f.Evidence, Fix: f.Fix})
+	}
+	r.Finish()
+	return r, nil
 }
 
 var severityColor = map[doctor.Severity]string{doctor.Info: cli.Blue, doctor.Warning: cli.Yellow,

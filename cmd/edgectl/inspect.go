@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/format/tokjson"
 	"github.com/edgectl/edgectl/internal/cli"
-	"github.com/edgectl/edgectl/pulsar2"
 )
 
 func init() {
@@ -66,7 +66,7 @@ func runInspect(ctx context.Context, io *cli.IO, o *inspectOptions) error {
 		return err
 	}
 	var in *inspector
-	if st.IsDir() && pulsar2.IsCompiledDir(o.Path) {
+	if st.IsDir() && axllm.IsCompiled(o.Path) {
 		if o.Tensor != "" {
 			return fmt.Errorf("%s is a compiled ax-llm directory: its weights are in .axmodel files, not tensors (inspect the source checkpoint)", o.Path)
 		}

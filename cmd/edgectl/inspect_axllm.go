@@ -5,31 +5,31 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/internal/cli"
-	"github.com/edgectl/edgectl/pulsar2"
 )
 
 // compiledReport is `edgectl inspect` of a compiled ax-llm directory
-// (pulsar2 output): what axllm will load, read through pulsar2's reader.
+// (pulsar2 output): what axllm will load, read through format/axllm.
 type compiledReport struct {
 	Path   string `json:"path"`
 	Format string `json:"format"` // "ax-llm"
-	*pulsar2.CompiledDir
+	*axllm.DirInfo
 }
 
 // inspectCompiled describes a compiled directory. It reports what it can
 // read and says what it cannot; `edgectl doctor DIR` checks it.
 func inspectCompiled(io *cli.IO, dir string) error {
-	d := pulsar2.DescribeCompiled(dir)
+	d := axllm.Describe(dir)
 	if io.JSON {
-		return io.WriteJSON(compiledReport{Path: dir, Format: "ax-llm", CompiledDir: d})
+		return io.WriteJSON(compiledReport{Path: dir, Format: "ax-llm", DirInfo: d})
 	}
 	io.Printf("path:         %s\nformat:       ax-llm (compiled by pulsar2)\n", dir)
 	if c := d.Config; c != nil {
 		io.Printf("model:        %s\n", c.ModelName)
 		io.Printf("layers:       %d (%s), post %s\n", c.AxmodelNum, c.TemplateFilenameAxmodel, c.FilenamePostAxmodel)
 		io.Printf("embedding:    %s: vocab %d × hidden %d bf16 = %s (file %s)\n", c.FilenameTokensEmbed, c.TokensEmbedNum, c.TokensEmbedSize,
-			cli.Bytes(int64(c.TokensEmbedNum)*int64(c.TokensEmbedSize)*2), cli.Bytes(d.EmbedBytes))
+			cli.Bytes(axllm.EmbedBytes(c.TokensEmbedNum, c.TokensEmbedSize)), cli.Bytes(d.EmbedBytes))
 		io.Printf("tokenizer:    %s (tokenizer_type %s)\n", c.URLTokenizerModel, c.TokenizerType)
 	} else {
 		what := "unreadable"
@@ -41,7 +41,7 @@ func inspectCompiled(io *cli.IO, dir string) error {
 			io.Printf("layers:       %d (%s), post %s (from the files)\n", l.Layers, l.Template, l.Post)
 		}
 		if d.EmbedBytes > 0 {
-			io.Printf("embedding:    %s: %s\n", pulsar2.EmbedFileName, cli.Bytes(d.EmbedBytes))
+			io.Printf("embedding:    %s: %s\n", axllm.EmbedFileName, cli.Bytes(d.EmbedBytes))
 		}
 	}
 	if d.Layout != nil {
@@ -49,7 +49,7 @@ func inspectCompiled(io *cli.IO, dir string) error {
 	} else if d.LayoutErr != "" {
 		io.Printf("layer files:  %s\n", d.LayoutErr)
 	}
-	kv := "unknown (no edgectl_build.json)"
+	kv := "unknown (no " + axllm.BuildInfoName + ")"
 	if d.KVCacheLen > 0 {
 		kv = fmt.Sprintf("%d (context %d tokens: axllm's max_token_len)", d.KVCacheLen, d.KVCacheLen)
 	}

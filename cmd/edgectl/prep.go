@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/patch"
 	"github.com/edgectl/edgectl/prep"
 	"github.com/edgectl/edgectl/prep/oci"
 	"github.com/edgectl/edgectl/pulsar2"
@@ -61,7 +63,7 @@ Exit codes: 0 ok, 1 bad input, 2 usage, 4 the model cannot take this target,
 	f.StringVarP(&o.Out, "output", "o", "", "artifact directory to write")
 	deprecatedAlias(io, f, "out", "output")
 	f.StringVar(&o.Format, "format", "", "packing: tq2_0|tq1_0 (gguf), sherry|halo2|tq1h (h1b), s4|s8 weight type (ax650)")
-	f.IntVar(&o.KVCacheLen, "kv-cache-len", 0, "ax650: KV-cache length, normalized to 128·k−1 (default 2047)")
+	f.IntVar(&o.KVCacheLen, "kv-cache-len", 0, fmt.Sprintf("ax650: KV-cache length, normalized to 128·k−1 (default %d)", patch.DefaultKVLen))
 	f.IntVar(&o.eos, "eos", 0, "the token id that replaces an eos_token_id array")
 	f.StringVar(&o.Ternarize, "ternarize", "", "gguf/h1b: auto|absmean|none (as `quant pack`)")
 	f.StringVar(&o.Chip, "chip", "", "ax650: compiler --chip: "+pulsar2.ChipNames+" (default AX650)")

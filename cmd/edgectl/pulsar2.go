@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/pulsar2"
 )
@@ -195,9 +196,9 @@ tokenizer file and a complete post_config.json. Exit 1 lists every problem.`,
 }
 
 func runPulsar2Verify(ctx context.Context, io *cli.IO, o *pulsar2VerifyOptions) error {
-	c, err := pulsar2.VerifyOutput(o.Dir)
+	c, err := axllm.Verify(o.Dir)
 	if err != nil {
-		var ve *pulsar2.VerifyError
+		var ve *axllm.VerifyError
 		if io.JSON && errors.As(err, &ve) {
 			io.Event(map[string]any{"event": "verify_failed", "dir": ve.Dir, "problems": ve.Problems})
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/pulsar2"
@@ -110,7 +111,7 @@ func TestPulsar2BuildCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "ok: tiny-qwen3, 2 layers") {
 		t.Errorf("verify: exit %d %q", code, stdout)
 	}
-	os.Remove(filepath.Join(out, pulsar2.PostConfigName))
+	os.Remove(filepath.Join(out, axllm.PostConfigName))
 	code, _, stderr = pulsar2CLI(t, "pulsar2", "verify", out)
 	if code != cli.ExitError || !strings.Contains(stderr, "post_config.json missing") {
 		t.Errorf("verify of a broken dir: exit %d %q", code, stderr)
@@ -203,7 +204,7 @@ func TestPulsar2AxllmConfigCommand(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, fmt.Sprintf("qwen3_p128_l%d_together.axmodel", i)), []byte("x"), 0o644)
 	}
 	os.WriteFile(filepath.Join(dir, "qwen3_post.axmodel"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(dir, pulsar2.EmbedFileName), make([]byte, 6400*768*2), 0o644)
+	os.WriteFile(filepath.Join(dir, axllm.EmbedFileName), make([]byte, 6400*768*2), 0o644)
 	os.WriteFile(filepath.Join(dir, "config.json"), nil, 0o644)
 
 	// doctor says it is fixable and names the command; the command fixes it.

@@ -13,6 +13,7 @@ import (
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/cpu"
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 func init() { register(newRunCmd) }
@@ -38,6 +39,10 @@ type runOptions struct {
 	Stop          []string
 	Context       int
 	Threads       int
+
+	Host    string // --host: answer through a running server (run_host.go)
+	APIKey  string
+	changed func(flag string) bool
 }
 
 func newRunCmd(io *cli.IO) *cobra.Command {
@@ -51,19 +56,26 @@ when missing unless HF_HUB_OFFLINE=1) into edgectl's built-in CPU engine and
 generates text, streaming it to stdout.
 With PROMPT it answers once; without, it reads one user turn per line from
 stdin and keeps the conversation. Models with a chat template are prompted
-through it (--raw sends the text as is). Timing goes to stderr at the end.`,
+through it (--raw sends the text as is). Timing goes to stderr at the end.
+
+With --host URL (or EDGECTL_HOST set, as ollama run reads OLLAMA_HOST) MODEL
+is a name a running edgectl serve (or Ollama-compatible server) knows, and
+the answer comes from there, printed the same way; --threads, --mmap and
+--head are the server's settings and are refused.`,
 		Example: `  edgectl run ./tinystories "Once upon a time" -n 100
   edgectl run Qwen/Qwen3-0.6B "Why is the sky blue?"
   edgectl run model.gguf --temperature 0.7 --seed 1
-  echo "What is 2+2?" | edgectl run ./qwen3 --json`,
+  echo "What is 2+2?" | edgectl run ./qwen3 --json
+  edgectl run --host 192.168.1.20 qwen3 "Why is the sky blue?"`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Model = args[0]
 			if len(args) == 2 {
 				opts.Prompt, opts.HasArg = args[1], true
 			}
-			opts.SeedSet = cmd.Flags().Changed("seed")
-			opts.TempSet = cmd.Flags().Changed("temperature")
+			opts.changed = cmd.Flags().Changed
+			opts.SeedSet = opts.changed("seed")
+			opts.TempSet = opts.changed("temperature")
 			return runRun(cmd.Context(), io, opts)
 		},
 	}
@@ -82,6 +94,8 @@ through it (--raw sends the text as is). Timing goes to stderr at the end.`,
 	f.IntVar(&opts.Threads, "threads", 0, "CPU threads (0: all cores)")
 	f.BoolVar(&opts.Mmap, "mmap", false, "serve weights from the file mapping instead of copying them into memory")
 	f.StringVar(&opts.Head, "head", "", "LM head in memory: q8 or float (default: q8 for ternary models)")
+	f.StringVar(&opts.Host, "host", "", "answer through the server at this address: HOST, HOST:PORT, :PORT or http(s)://HOST:PORT (env EDGECTL_HOST)")
+	f.StringVar(&opts.APIKey, "api-key", "", "with --host: the server's API key (env EDGECTL_API_KEY)")
 	return cmd
 }
 
@@ -106,6 +120,15 @@ func runRun(ctx context.Context, io *cli.IO, opts *runOptions) error {
 	}
 	if opts.Context < 0 {
 		return cli.Usagef("--ctx must be ≥ 0 (got %d)", opts.Context)
+	}
+	if opts.changed == nil {
+		opts.changed = func(string) bool { return false }
+	}
+	if opts.Host != "" || envconfig.Host.IsSet() {
+		return runOnHost(ctx, io, opts)
+	}
+	if opts.changed("api-key") {
+		return cli.Usagef("--api-key goes with --host: a local run talks to no server")
 	}
 	path, err := resolveModel(ctx, io, opts.Model) // a Hub id: from the HF cache, pulled when missing
 	if err != nil {
@@ -137,35 +160,61 @@ func runRun(ctx context.Context, io *cli.IO, opts *runOptions) error {
 		smp.Seed = &opts.Seed
 	}
 	chat := info.ChatTemplate != "" && !opts.Raw
+	return converse(ctx, io, opts, info.Name, chat, func(ctx context.Context, t runTurn, emit func(string)) (runStats, error) {
+		req := engine.Request{MaxTokens: opts.MaxTokens, Stop: opts.Stop, Sampling: smp, Prompt: t.Prompt}
+		if chat {
+			req.Messages, req.AddGenerationPrompt = t.Messages, true
+		}
+		res, err := sess.Generate(ctx, req, func(tok engine.Token) error {
+			emit(tok.Text)
+			return nil
+		})
+		return runStats{FinishReason: res.FinishReason, PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens,
+			TTFTMillis: float64(res.TTFT.Microseconds()) / 1000, PrefillTPS: res.PrefillTPS(), DecodeTPS: res.DecodeTPS()}, err
+	})
+}
+
+// runTurn is what one answer is asked for: the conversation so far,
+// ending with the user's turn (chat), or the user's text as a plain
+// prompt.
+type runTurn struct {
+	Messages []engine.Message
+	Prompt   string
+}
+
+// answerFunc generates one answer, handing each piece of text to emit as
+// it comes. Its stats need not carry Model and Text (converse fills them);
+// on an error CompletionTokens counts what was generated.
+type answerFunc func(ctx context.Context, t runTurn, emit func(string)) (runStats, error)
+
+// converse answers the PROMPT argument, or one user turn per line of stdin,
+// through answer: the one home of what run prints, so a local run and
+// --host print alike.
+func converse(ctx context.Context, io *cli.IO, opts *runOptions, model string, chat bool, answer answerFunc) error {
 	var history []engine.Message
 	if opts.System != "" {
 		history = append(history, engine.Message{Role: "system", Content: opts.System})
 	}
 	turn := func(text string) (runStats, error) {
-		req := engine.Request{MaxTokens: opts.MaxTokens, Stop: opts.Stop, Sampling: smp}
+		t := runTurn{Prompt: text}
 		if chat {
 			history = append(history, engine.Message{Role: "user", Content: text})
-			req.Messages, req.AddGenerationPrompt = history, true
-		} else {
-			req.Prompt = text
+			t = runTurn{Messages: history}
 		}
 		var out strings.Builder
-		res, err := sess.Generate(ctx, req, func(t engine.Token) error {
-			out.WriteString(t.Text)
+		st, err := answer(ctx, t, func(piece string) {
+			out.WriteString(piece)
 			if !io.JSON {
-				fmt.Fprint(io.Out, t.Text)
+				fmt.Fprint(io.Out, piece)
 			}
-			return nil
 		})
 		if !io.JSON && out.Len() > 0 {
 			fmt.Fprintln(io.Out)
 		}
-		st := runStats{Model: info.Name, Text: out.String(), FinishReason: res.FinishReason, PromptTokens: res.PromptTokens,
-			CompletionTokens: res.CompletionTokens, TTFTMillis: float64(res.TTFT.Microseconds()) / 1000,
-			PrefillTPS: res.PrefillTPS(), DecodeTPS: res.DecodeTPS()}
+		st.Model, st.Text = model, out.String()
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
-				return st, cli.Exit(cli.ExitError, fmt.Errorf("interrupted after %d tokens", res.CompletionTokens))
+				return st, cli.Exit(cli.ExitError, fmt.Errorf("interrupted after %d tokens", st.CompletionTokens))
 			}
 			return st, cli.Exit(cli.ExitError, err)
 		}

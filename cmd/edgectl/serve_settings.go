@@ -3,10 +3,10 @@ package main
 import (
 	"time"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/internal/envconfig"
 	"github.com/edgectl/edgectl/serve"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // serveSettings are serve's settings once every source has been applied.

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/serve"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // serveEnv are the variables serve reads; each test starts with none set.

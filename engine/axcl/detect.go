@@ -6,22 +6,21 @@ import (
 	"path/filepath"
 
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/pulsar2"
+	"github.com/edgectl/edgectl/format/axllm"
 )
 
 // IsModelDir reports whether dir is a compiled ax-llm model directory: a
 // `<prefix>_post.axmodel` next to an ax-llm (not Hugging Face) config.json.
 func IsModelDir(dir string) bool { _, err := readModelDir(dir); return err == nil }
 
-// readModelDir checks dir the way axllm will, through pulsar2's reader (the
-// one parser of ax-llm configs), so a broken directory fails with pulsar2's
+// readModelDir checks dir the way axllm will, through format/axllm (the
+// one parser of ax-llm configs), so a broken directory fails with its
 // explanation instead of a vendor "Key not found".
-func readModelDir(dir string) (*pulsar2.AxllmConfig, error) {
-	posts, _ := filepath.Glob(filepath.Join(dir, "*_post.axmodel"))
-	if len(posts) == 0 {
-		return nil, fmt.Errorf("%s: not a compiled ax-llm directory (no *_post.axmodel): %w", dir, engine.ErrUnsupported)
+func readModelDir(dir string) (*axllm.Config, error) {
+	if !axllm.HasPostModel(dir) {
+		return nil, fmt.Errorf("%s: not a compiled ax-llm directory (no %s): %w", dir, axllm.PostModelGlob, engine.ErrUnsupported)
 	}
-	c, err := pulsar2.ReadAxllmConfig(dir)
+	c, err := axllm.ReadConfig(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}

@@ -1,14 +1,12 @@
 package axcl
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/pulsar2"
+	"github.com/edgectl/edgectl/format/axllm"
 )
 
 // Request sampling on the vendor lane. The runtime samples only as its
@@ -45,7 +43,7 @@ const defaultPenaltyWindow = 64
 // postFor is the post_config the request asks for: base (the model's own,
 // or greedy defaults when it has none) with the request's fields laid over
 // it. vocab bounds top_k (0: unknown).
-func postFor(base pulsar2.PostConfig, s engine.Sampling, vocab int) (pulsar2.PostConfig, error) {
+func postFor(base axllm.PostConfig, s engine.Sampling, vocab int) (axllm.PostConfig, error) {
 	p := base
 	topP := s.TopP > 0 && s.TopP <= 1
 	if topP && s.TopK > 0 && s.TopP < 1 {
@@ -89,25 +87,18 @@ func postFor(base pulsar2.PostConfig, s engine.Sampling, vocab int) (pulsar2.Pos
 
 // greedyPost is what the runtime does without a post_config.json: every
 // option off (LLMPostprocess's member defaults), so argmax.
-var greedyPost = pulsar2.PostConfig{Temperature: 1, RepetitionPenalty: 1, PenaltyWindow: 20, TopP: 1, TopK: 1}
+var greedyPost = axllm.PostConfig{Temperature: 1, RepetitionPenalty: 1, PenaltyWindow: 20, TopP: 1, TopK: 1}
 
 // samplingState is the post_config the model's process runs with.
 type samplingState struct {
-	base    pulsar2.PostConfig  // the model directory's post_config.json (greedyPost when it has none)
-	running *pulsar2.PostConfig // nil: the model's own
+	base    axllm.PostConfig  // the model directory's post_config.json (greedyPost when it has none)
+	running *axllm.PostConfig // nil: the model's own
 }
 
 // loadBasePost reads the directory's post_config.json the way axllm finds
 // it (config.json post_config_path, else post_config.json).
-func loadBasePost(dir string, cfg *pulsar2.AxllmConfig) pulsar2.PostConfig {
-	name := pulsar2.PostConfigName
-	if cfg.PostConfigPath != "" {
-		name = cfg.PostConfigPath
-	}
-	if !filepath.IsAbs(name) {
-		name = filepath.Join(dir, name)
-	}
-	p, err := pulsar2.ReadPostConfig(name)
+func loadBasePost(dir string, cfg *axllm.Config) axllm.PostConfig {
+	p, err := axllm.ReadPostConfig(axllm.PostConfigFile(dir, cfg))
 	if err != nil {
 		return greedyPost
 	}
@@ -115,7 +106,7 @@ func loadBasePost(dir string, cfg *pulsar2.AxllmConfig) pulsar2.PostConfig {
 }
 
 // wantPost is the post_config req needs: nil when that is the model's own.
-func (m *Model) wantPost(req engine.Request) (*pulsar2.PostConfig, error) {
+func (m *Model) wantPost(req engine.Request) (*axllm.PostConfig, error) {
 	p, err := postFor(m.samp.base, req.Sampling, m.info.VocabSize)
 	if err != nil || p == m.samp.base {
 		return nil, err
@@ -126,7 +117,7 @@ func (m *Model) wantPost(req engine.Request) (*pulsar2.PostConfig, error) {
 	return &p, nil
 }
 
-func samePost(a, b *pulsar2.PostConfig) bool {
+func samePost(a, b *axllm.PostConfig) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -134,17 +125,13 @@ func samePost(a, b *pulsar2.PostConfig) bool {
 }
 
 // writePost writes p as post_config.json under dir.
-func writePost(dir string, p *pulsar2.PostConfig) (string, error) {
-	path := filepath.Join(dir, pulsar2.PostConfigName)
-	b, err := json.MarshalIndent(p, "", "    ")
-	if err == nil {
-		err = os.WriteFile(path, b, 0o644)
-	}
-	return path, err
+func writePost(dir string, p *axllm.PostConfig) (string, error) {
+	path := filepath.Join(dir, axllm.PostConfigName)
+	return path, axllm.WriteJSON(path, p)
 }
 
 // postWords describes post for a log line.
-func postWords(p *pulsar2.PostConfig) string {
+func postWords(p *axllm.PostConfig) string {
 	if p == nil {
 		return "the model's own"
 	}

@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/pulsar2"
+	"github.com/edgectl/edgectl/format/axllm"
 )
 
 // The request's fields laid over the model's post_config, per
 // LLMPostprocess::apply (sampling.go).
 func TestPostFor(t *testing.T) {
-	base := pulsar2.PostConfig{EnableTopKSampling: true, TopK: 20, Temperature: 0.6, EnableTemperature: true, TopP: 0.8, RepetitionPenalty: 1, PenaltyWindow: 20}
+	base := axllm.PostConfig{EnableTopKSampling: true, TopK: 20, Temperature: 0.6, EnableTemperature: true, TopP: 0.8, RepetitionPenalty: 1, PenaltyWindow: 20}
 	f := func(v float64) *float64 { return &v }
 	p, _ := postFor(greedyPost, engine.Sampling{Temperature: f(0.7)}, 100)
 	if !p.EnableTemperature || p.Temperature != 0.7 || !p.EnableTopPSampling || p.TopP != 1 {
@@ -58,7 +58,7 @@ func TestLegacyCommandGetsPostConfigPath(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	dir := modelDir(t, `{}`)
 	m := &Model{dir: dir, opts: Options{Command: []string{"main_axcl_x86", "--system_prompt", "hi", "--template_filename_axmodel", "{dir}/x"}}, sysVia: sysFlag}
-	post := &pulsar2.PostConfig{EnableTopKSampling: true, TopK: 3}
+	post := &axllm.PostConfig{EnableTopKSampling: true, TopK: 3}
 	args, shadow, err := m.commandFor("sys", post)
 	if err != nil {
 		t.Fatal(err)
@@ -68,11 +68,11 @@ func TestLegacyCommandGetsPostConfigPath(t *testing.T) {
 	if n < 2 || args[n-2] != "--post_config_path" || args[2] != "sys" {
 		t.Fatalf("args %q", args)
 	}
-	got, err := pulsar2.ReadPostConfig(args[n-1])
+	got, err := axllm.ReadPostConfig(args[n-1])
 	if err != nil || *got != *post {
 		t.Errorf("written %+v, %v", got, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, pulsar2.PostConfigName)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, axllm.PostConfigName)); !os.IsNotExist(err) {
 		t.Errorf("model directory written: %v", err)
 	}
 }

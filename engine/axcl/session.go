@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/pulsar2"
+	"github.com/edgectl/edgectl/format/axllm"
 )
 
 // NewSession starts a conversation on the runtime. The runtime holds one
@@ -98,7 +98,7 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 // sampling needs a restart (the runtime reads both at start); otherwise
 // /reset, or a restart for builds without a reset command. It returns the
 // line to send for c.last.
-func (m *Model) rebuild(ctx context.Context, c chat, post *pulsar2.PostConfig) (string, error) {
+func (m *Model) rebuild(ctx context.Context, c chat, post *axllm.PostConfig) (string, error) {
 	switch {
 	case (c.system != m.system && m.sysVia != sysNone) || !samePost(post, m.samp.running):
 		if err := m.restart(ctx, c.system, post); err != nil {

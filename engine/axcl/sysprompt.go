@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/edgectl/edgectl/pulsar2"
+	"github.com/edgectl/edgectl/format/axllm"
 )
 
 // How a system prompt reaches the runtime. `axllm run` reads it only from
@@ -42,7 +42,7 @@ func systemMechanism(cmd []string) sysMode {
 // commandFor is the runtime's command line holding system as its system
 // prompt and post as its sampling (nil: the model's own post_config.json),
 // and the directory made for them ("" when none was needed).
-func (m *Model) commandFor(system string, post *pulsar2.PostConfig) ([]string, string, error) {
+func (m *Model) commandFor(system string, post *axllm.PostConfig) ([]string, string, error) {
 	dir, shadow := m.dir, ""
 	var err error
 	switch {
@@ -65,7 +65,7 @@ func (m *Model) commandFor(system string, post *pulsar2.PostConfig) ([]string, s
 			a = system
 		}
 		if i > 0 && m.opts.Command[i-1] == "--post_config_path" && m.sysVia == sysFlag && post != nil {
-			a, postFlag = filepath.Join(shadow, pulsar2.PostConfigName), true
+			a, postFlag = filepath.Join(shadow, axllm.PostConfigName), true
 		}
 		args = append(args, a)
 	}
@@ -87,23 +87,19 @@ func (m *Model) commandFor(system string, post *pulsar2.PostConfig) ([]string, s
 // post_config_path naming a post_config.json written there): the runtime
 // resolves the config's paths against the directory it is given, so the
 // links keep them valid, and the model directory itself is never written.
-func shadowDir(dir, system string, post *pulsar2.PostConfig) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+func shadowDir(dir, system string, post *axllm.PostConfig) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, axllm.ConfigName))
 	if err != nil {
 		return "", err
 	}
 	var cfg map[string]json.RawMessage
 	if err := json.Unmarshal(b, &cfg); err != nil {
-		return "", fmt.Errorf("%s: %v", filepath.Join(dir, "config.json"), err)
+		return "", fmt.Errorf("%s: %v", filepath.Join(dir, axllm.ConfigName), err)
 	}
 	sp, _ := json.Marshal(system)
 	cfg["system_prompt"] = sp
 	if post != nil {
-		cfg["post_config_path"] = json.RawMessage(`"` + pulsar2.PostConfigName + `"`)
-	}
-	out, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return "", err
+		cfg["post_config_path"] = json.RawMessage(`"` + axllm.PostConfigName + `"`)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -116,7 +112,7 @@ func shadowDir(dir, system string, post *pulsar2.PostConfig) (string, error) {
 	ents, err := os.ReadDir(abs)
 	if err == nil {
 		for _, e := range ents {
-			if e.Name() == "config.json" || (post != nil && e.Name() == pulsar2.PostConfigName) {
+			if e.Name() == axllm.ConfigName || (post != nil && e.Name() == axllm.PostConfigName) {
 				continue
 			}
 			if err = os.Symlink(filepath.Join(abs, e.Name()), filepath.Join(shadow, e.Name())); err != nil {
@@ -125,7 +121,7 @@ func shadowDir(dir, system string, post *pulsar2.PostConfig) (string, error) {
 		}
 	}
 	if err == nil {
-		err = os.WriteFile(filepath.Join(shadow, "config.json"), out, 0o644)
+		err = axllm.WriteJSON(filepath.Join(shadow, axllm.ConfigName), cfg)
 	}
 	if err == nil && post != nil {
 		_, err = writePost(shadow, post)
@@ -140,7 +136,7 @@ func shadowDir(dir, system string, post *pulsar2.PostConfig) (string, error) {
 // restart stops the runtime and starts it again holding system and post:
 // the only way to change its system prompt or sampling (both read at
 // init), and the reset of builds without a reset command.
-func (m *Model) restart(ctx context.Context, system string, post *pulsar2.PostConfig) error {
+func (m *Model) restart(ctx context.Context, system string, post *axllm.PostConfig) error {
 	m.procMu.Lock()
 	defer m.procMu.Unlock()
 	if err := m.Alive(); err != nil {

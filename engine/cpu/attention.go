@@ -37,7 +37,7 @@ type attnPartial struct {
 }
 
 // merge folds b into a (a.o and b.o have the same length).
-func (a *attnPartial) merge(b attnPartial) {
+func (a *attnPartial) merge(kern *kernels, b attnPartial) {
 	if b.s == 0 {
 		return
 	}
@@ -54,12 +54,12 @@ func (a *attnPartial) merge(b attnPartial) {
 			a.o[i] *= ea
 		}
 	}
-	axpyF32(eb, b.o, a.o)
+	kern.axpyF32(eb, b.o, a.o)
 }
 
 // attention computes s.att for the n new tokens against the whole cache.
 func (s *state) attention(l, n int) {
-	ar := &s.m.arch
+	ar, kern := &s.m.arch, s.m.kern
 	hd, qd := ar.headDim, ar.heads*ar.headDim
 	group := ar.heads / ar.kvHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
@@ -105,7 +105,7 @@ func (s *state) attention(l, n int) {
 			for b0 := p0; b0 < p1; b0 += attnBlock {
 				b1 := min(p1, b0+attnBlock)
 				k, v := s.kc[run+b0*hd:run+b1*hd], s.vc[run+b0*hd:run+b1*hd]
-				attendGroup(acc, q, k, v, hd, scale, scores[:group*(b1-b0)], blockO)
+				attendGroup(kern, acc, q, k, v, hd, scale, scores[:group*(b1-b0)], blockO)
 			}
 			for i, a := range acc {
 				h := g*group + i
@@ -133,7 +133,7 @@ func (s *state) attention(l, n int) {
 			a := attnPartial{o: o}
 			for c := range spans {
 				p := s.part[(h*spans+c)*(hd+2):][:hd+2]
-				a.merge(attnPartial{m: p[0], s: p[1], o: p[2:]})
+				a.merge(kern, attnPartial{m: p[0], s: p[1], o: p[2:]})
 			}
 			inv := 1 / a.s
 			for j := range o {
@@ -147,51 +147,51 @@ func (s *state) attention(l, n int) {
 // their vectors) the softmax state over one block of positions: keys k
 // and values v (rows of hd floats). scores (len(acc) rows of the block's
 // length) and o (len(acc)·hd) are scratch.
-func attendGroup(acc []attnPartial, q, k, v []float32, hd int, scale float32, scores, o []float32) {
+func attendGroup(kern *kernels, acc []attnPartial, q, k, v []float32, hd int, scale float32, scores, o []float32) {
 	G, n := len(acc), len(scores)/len(acc)
-	if hd == 128 && G == 4 && attnScores4 != nil {
+	if hd == 128 && G == 4 && kern.attnScores4 != nil {
 		// All four heads per pass over the keys, then over the values:
 		// each row is read once for the group.
-		attnScores4(q, k, hd, n, scale, scores, n)
+		kern.attnScores4(q, k, hd, n, scale, scores, n)
 		var ms, ss [4]float32
 		for i := range 4 {
 			row := scores[i*n : (i+1)*n]
-			ms[i] = maxF32(row)
-			ss[i] = expSubSum(row, ms[i])
+			ms[i] = kern.maxF32(row)
+			ss[i] = kern.expSubSum(row, ms[i])
 		}
-		attnMix4(scores, n, v, hd, n, o)
+		kern.attnMix4(scores, n, v, hd, n, o)
 		for i := range acc {
-			acc[i].merge(attnPartial{m: ms[i], s: ss[i], o: o[i*hd : (i+1)*hd]})
+			acc[i].merge(kern, attnPartial{m: ms[i], s: ss[i], o: o[i*hd : (i+1)*hd]})
 		}
 		return
 	}
 	for i := range acc {
-		acc[i].merge(attendHead(q[i*hd:(i+1)*hd], k, v, hd, scale, scores[i*n:(i+1)*n], o[i*hd:(i+1)*hd]))
+		acc[i].merge(kern, attendHead(kern, q[i*hd:(i+1)*hd], k, v, hd, scale, scores[i*n:(i+1)*n], o[i*hd:(i+1)*hd]))
 	}
 }
 
 // attendHead returns one head's softmax state over len(scores) positions
 // (keys k, values v in rows of hd floats); scores and o (hd floats, the
 // output) are scratch.
-func attendHead(q, k, v []float32, hd int, scale float32, scores, o []float32) attnPartial {
+func attendHead(kern *kernels, q, k, v []float32, hd int, scale float32, scores, o []float32) attnPartial {
 	n := len(scores)
-	if hd == 128 && attnScores != nil {
+	if hd == 128 && kern.attnScores != nil {
 		// One call per head over every position (SIMD, q and o in
 		// registers) instead of one per position.
-		attnScores(q, k, hd, n, scale, scores)
-		mx := maxF32(scores)
-		sum := expSubSum(scores, mx)
-		attnMix(scores, v, hd, n, o)
+		kern.attnScores(q, k, hd, n, scale, scores)
+		mx := kern.maxF32(scores)
+		sum := kern.expSubSum(scores, mx)
+		kern.attnMix(scores, v, hd, n, o)
 		return attnPartial{m: mx, s: sum, o: o}
 	}
 	for p := range n {
-		scores[p] = dotF32(q, k[p*hd:(p+1)*hd]) * scale
+		scores[p] = kern.dotF32(q, k[p*hd:(p+1)*hd]) * scale
 	}
-	mx := maxF32(scores)
-	sum := expSubSum(scores, mx)
+	mx := kern.maxF32(scores)
+	sum := kern.expSubSum(scores, mx)
 	clear(o)
 	for p := range n {
-		axpyF32(scores[p], v[p*hd:(p+1)*hd], o)
+		kern.axpyF32(scores[p], v[p*hd:(p+1)*hd], o)
 	}
 	return attnPartial{m: mx, s: sum, o: o}
 }
@@ -201,25 +201,7 @@ func attendHead(q, k, v []float32, hd int, scale float32, scores, o []float32) a
 // showed in profiles).
 var scoreBufs = sync.Pool{New: func() any { return new([]float32) }}
 
-// attnScores and attnMix, when set, run one head of attention for
-// headDim 128 in one call each: out[p] = (q·k_p)·scale over n positions
-// stride floats apart, and o = Σ_p w[p]·v_p.
-var (
-	attnScores func(q, k []float32, stride, n int, scale float32, out []float32)
-	attnMix    func(w, v []float32, stride, n int, o []float32)
-)
-
-// attnScores4 and attnMix4, when set, do the same for four query heads at
-// once (q: 4×128; out and w: four rows ldo/ldw apart; o: 4×128), reading
-// each key and value row once for the four.
-var (
-	attnScores4 func(q, k []float32, stride, n int, scale float32, out []float32, ldo int)
-	attnMix4    func(w []float32, ldw int, v []float32, stride, n int, o []float32)
-)
-
-// maxF32 is the largest of x (−Inf when empty; NaN-free input); SIMD where
-// available.
-var maxF32 = maxF32Go
+// The portable softmax and attention kernels (see kernels).
 
 func maxF32Go(x []float32) float32 {
 	m := float32(math.Inf(-1))
@@ -231,11 +213,7 @@ func maxF32Go(x []float32) float32 {
 	return m
 }
 
-// expSubSum sets x[i] = e^(x[i]−mx) and returns their sum: softmax's
-// numerators. SIMD versions use a float32 polynomial exp (≈1 ulp), so they
-// agree with this one to rounding, not bit for bit.
-var expSubSum = expSubSumGo
-
+// expSubSumGo computes softmax's numerators in float64 exp.
 func expSubSumGo(x []float32, mx float32) float32 {
 	var sum float32
 	for i, v := range x {
@@ -245,11 +223,6 @@ func expSubSumGo(x []float32, mx float32) float32 {
 	}
 	return sum
 }
-
-// axpyF32 is y += a·x (len(x) ≥ len(y)); SIMD where available. FMA
-// rounds once per element where the portable loop rounds twice, so the two
-// agree to rounding, not bit for bit.
-var axpyF32 = axpyF32Go
 
 func axpyF32Go(a float32, x, y []float32) {
 	x = x[:len(y)]

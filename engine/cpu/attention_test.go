@@ -10,8 +10,15 @@ import (
 // softmax over the cache: decode with one span and with several (the
 // merge of partial softmaxes), and a batch long enough for several
 // blocks per task; headDim 128 (the SIMD kernels) and 16 (portable),
-// groups of 4 query heads per KV head (the grouped kernels) and 3.
+// groups of 4 query heads per KV head (the grouped kernels) and 3; with
+// every kernel table this CPU runs.
 func TestAttentionMatchesFloat64(t *testing.T) {
+	for _, kern := range kernelSets() {
+		t.Run(kern.name, func(t *testing.T) { testAttentionMatchesFloat64(t, kern) })
+	}
+}
+
+func testAttentionMatchesFloat64(t *testing.T, kern *kernels) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, g := range []struct{ hd, heads int }{{128, 8}, {128, 6}, {16, 8}} {
 		hd := g.hd
@@ -20,7 +27,7 @@ func TestAttentionMatchesFloat64(t *testing.T) {
 			{0, 5}, {700, 3}, // batch: one span per task, 2 blocks at 700+
 		} {
 			ar := arch{layers: 2, heads: g.heads, kvHeads: 2, headDim: hd, ctx: 2048}
-			m := &model{arch: ar, pool: newPool(2)}
+			m := &model{arch: ar, pool: newPool(2), kern: kern}
 			s := newState(m)
 			s.reserveKV()
 			end := c.pos + c.n

@@ -99,12 +99,12 @@ func readBandwidth(m *model, threads int) float64 {
 		}
 	}
 	add(m.w.head)
-	return readRate(regions, threads)
+	return readRate(m.kern.readSum, regions, threads)
 }
 
-// readRate is the best of three passes of threads cores reading regions,
-// each thread its share of every region, in bytes per second.
-func readRate(regions [][]byte, threads int) float64 {
+// readRate is the best of three passes of threads cores reading regions
+// with readSum, each thread its share of every region, in bytes per second.
+func readRate(readSum func([]byte) uint64, regions [][]byte, threads int) float64 {
 	var total int64
 	for _, r := range regions {
 		total += int64(len(r))
@@ -159,11 +159,8 @@ func loadBench(b *testing.B, name string) *model {
 	}
 	// Reset the peak-RSS counter (VmHWM) so each benchmark reports its own.
 	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-	saved := headQuant
-	headQuant = head
-	defer func() { headQuant = saved }()
 	p := benchModel(b, name)
-	em, err := New().Load(context.Background(), p, engine.LoadOptions{Threads: benchThreads, ContextLength: 512})
+	em, err := New().Load(context.Background(), p, engine.LoadOptions{Threads: benchThreads, ContextLength: 512, Head: head})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -225,7 +222,7 @@ func benchDecode(b *testing.B, name string) {
 	b.ReportMetric(bw/1e9, "read-GB/s") // the median of the rounds' probes
 	b.ReportMetric(peakRSS(), "peak-RSS-MB")
 	b.ReportMetric(float64(m.w.head.size())/1e6, "head-MB")
-	b.Logf("%s: kernels %s, %d threads, GOMAXPROCS %d, load average %s", name, kernelName, benchThreads, runtime.GOMAXPROCS(0), loadAvg())
+	b.Logf("%s: kernels %s, %d threads, GOMAXPROCS %d, load average %s", name, m.kern.name, benchThreads, runtime.GOMAXPROCS(0), loadAvg())
 }
 
 func benchPrefill(b *testing.B, name string) {
@@ -303,7 +300,7 @@ func BenchmarkAttention2048(b *testing.B) {
 		}
 	}
 	bytes := float64(2 * 4 * ar.layers * ar.kvHeads * ar.headDim * cached)
-	bw := readRate(kv, benchThreads)
+	bw := readRate(m.kern.readSum, kv, benchThreads)
 	b.ResetTimer()
 	for range b.N {
 		for l := range ar.layers {
@@ -311,7 +308,7 @@ func BenchmarkAttention2048(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	bw = (bw + readRate(kv, benchThreads)) / 2 // probed before and after
+	bw = (bw + readRate(m.kern.readSum, kv, benchThreads)) / 2 // probed before and after
 	b.ReportMetric(bytes/1e6, "KV-MB/token")
 	b.ReportMetric(bytes/bw/(b.Elapsed().Seconds()/float64(b.N)), "roofline-ratio")
 }

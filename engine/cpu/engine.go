@@ -28,6 +28,10 @@ func (cpuEngine) Name() string { return "cpu" }
 // Load opens a checkpoint directory (config.json + *.safetensors), a .gguf
 // or a .h1b file.
 func (cpuEngine) Load(ctx context.Context, path string, opts engine.LoadOptions) (engine.Model, error) {
+	set, err := newSettings(opts)
+	if err != nil {
+		return nil, err
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -49,13 +53,8 @@ func (cpuEngine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 	if err != nil {
 		return nil, err
 	}
-	switch opts.Head {
-	case "", "q8", "float":
-	default:
-		m.Close()
-		return nil, fmt.Errorf("%w: head %q: the CPU engine keeps the LM head as q8 or float", engine.ErrInvalidRequest, opts.Head)
-	}
-	m.place(opts)
+	m.kern = set.kernels()
+	m.place(set)
 	// The context is decided once the weights are in memory, so that the
 	// memory bound counts what is left for the KV cache.
 	if m.arch.ctx, err = contextLength(&m.arch, opts.ContextLength); err != nil {
@@ -81,8 +80,11 @@ func (cpuEngine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 // model is a loaded model; safe for concurrent Sessions (weights are
 // read-only, each Session owns its cache).
 type model struct {
-	arch    arch
-	w       weights
+	arch arch
+	w    weights
+	// kern is the kernel table every product, norm and attention pass of
+	// this model runs, chosen at Load (settings.kernels) and never changed.
+	kern    *kernels
 	freqs   []float64
 	pool    *pool
 	tok     *tokenizer.Tokenizer

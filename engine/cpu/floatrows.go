@@ -68,18 +68,18 @@ func (m *floatRows) size() int64    { return int64(len(m.raw)) }
 func (m *floatRows) format() string { return m.dt }
 
 func (m *floatRows) mul(out []float32, ldo int, a *acts, r0, r1 int) {
-	k := m.c
+	k, kern := m.c, a.kern
 	for r := r0; r < r1; r++ {
 		for t := range a.n {
 			x := a.f[t*k : (t+1)*k]
 			var v float32
 			switch m.dt {
 			case "F32":
-				v = dotF32(m.f32[r*k:(r+1)*k], x)
+				v = kern.dotF32(m.f32[r*k:(r+1)*k], x)
 			case "F16":
-				v = dotF16(m.raw[2*r*k:2*(r+1)*k], x)
+				v = kern.dotF16(m.raw[2*r*k:2*(r+1)*k], x)
 			case "BF16":
-				v = dotBF16(m.raw[2*r*k:2*(r+1)*k], x)
+				v = kern.dotBF16(m.raw[2*r*k:2*(r+1)*k], x)
 			}
 			out[t*ldo+r] = v
 		}
@@ -95,8 +95,6 @@ var f16Table = func() []float32 {
 	}
 	return t
 }()
-
-var dotF16 = dotF16Go
 
 func dotF16Go(w []byte, x []float32) float32 {
 	var s0, s1 float32

@@ -34,7 +34,13 @@ type state struct {
 	cos, sin                          []float32
 }
 
-func newState(m *model) *state { return &state{m: m} }
+// newState starts an empty sequence; its activations are quantized and
+// multiplied with the model's kernels.
+func newState(m *model) *state {
+	s := &state{m: m}
+	s.a.kern, s.b.kern = m.kern, m.kern
+	return s
+}
 
 // reserveKV maps the cache for the model's whole context (address space
 // only: pages are touched as positions are written).
@@ -75,7 +81,7 @@ func (s *state) kvRun(l, h int) int {
 // them to the cache. It returns the logits of the last token. ctx is
 // checked between layers so a long prefill stops promptly.
 func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
-	m, ar := s.m, &s.m.arch
+	m, ar, kern := s.m, &s.m.arch, s.m.kern
 	n := len(tokens)
 	H, hd := ar.hidden, ar.headDim
 	qd, kvd := ar.heads*hd, ar.kvHeads*hd
@@ -113,7 +119,7 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 		// attention
 		s.a.reset(n, H)
 		for t := range n {
-			rmsnorm(s.a.f[t*H:(t+1)*H], s.x[t*H:(t+1)*H], L.attnNorm, ar.eps)
+			kern.rmsnorm(s.a.f[t*H:(t+1)*H], s.x[t*H:(t+1)*H], L.attnNorm, ar.eps)
 		}
 		m.matmulN(&s.a, []output{{s.q, qd}, {s.k, kvd}, {s.v, kvd}}, L.q, L.k, L.v)
 		for t := range n {
@@ -125,10 +131,10 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 			}
 			if L.qNorm != nil {
 				for i := 0; i < qd; i += hd {
-					rmsnorm(q[i:i+hd], q[i:i+hd], L.qNorm, ar.eps)
+					kern.rmsnorm(q[i:i+hd], q[i:i+hd], L.qNorm, ar.eps)
 				}
 				for i := 0; i < kvd; i += hd {
-					rmsnorm(k[i:i+hd], k[i:i+hd], L.kNorm, ar.eps)
+					kern.rmsnorm(k[i:i+hd], k[i:i+hd], L.kNorm, ar.eps)
 				}
 			}
 			for h := range ar.heads {
@@ -145,7 +151,7 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 		s.b.reset(n, qd)
 		if L.attnSubNorm != nil {
 			for t := range n {
-				rmsnorm(s.b.f[t*qd:(t+1)*qd], s.att[t*qd:(t+1)*qd], L.attnSubNorm, ar.eps)
+				kern.rmsnorm(s.b.f[t*qd:(t+1)*qd], s.att[t*qd:(t+1)*qd], L.attnSubNorm, ar.eps)
 			}
 		} else {
 			copy(s.b.f, s.att[:n*qd])
@@ -154,14 +160,14 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 		// feed-forward
 		s.a.reset(n, H)
 		for t := range n {
-			rmsnorm(s.a.f[t*H:(t+1)*H], s.x[t*H:(t+1)*H], L.ffnNorm, ar.eps)
+			kern.rmsnorm(s.a.f[t*H:(t+1)*H], s.x[t*H:(t+1)*H], L.ffnNorm, ar.eps)
 		}
 		F := ar.ffn
 		m.gatedFFN(&s.a, s.g, s.u, L.gate, L.up, ar.relu2)
 		s.b.reset(n, F)
 		if L.ffnSubNorm != nil {
 			for t := range n {
-				rmsnorm(s.b.f[t*F:(t+1)*F], s.g[t*F:(t+1)*F], L.ffnSubNorm, ar.eps)
+				kern.rmsnorm(s.b.f[t*F:(t+1)*F], s.g[t*F:(t+1)*F], L.ffnSubNorm, ar.eps)
 			}
 		} else {
 			copy(s.b.f, s.g[:n*F])
@@ -171,7 +177,7 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 	s.pos += n
 	// Only the last token's logits are needed to continue.
 	s.a.reset(1, H)
-	rmsnorm(s.a.f, s.x[(n-1)*H:n*H], m.w.norm, ar.eps)
+	kern.rmsnorm(s.a.f, s.x[(n-1)*H:n*H], m.w.norm, ar.eps)
 	s.logits = grow(s.logits, ar.vocab)
 	m.matmul(s.logits, m.w.head, &s.a)
 	return s.logits, nil
@@ -224,12 +230,7 @@ func (s *state) rope(x []float32, t int) {
 
 // matmul computes out = W·a for every row of a, split across cores.
 func (m *model) matmul(out []float32, w linear, a *acts) {
-	if w.int8() {
-		a.quantize()
-	}
-	if _, ok := w.(*q8Linear); ok && q8Unsigned {
-		a.unsigned() // q+128, read by the VNNI head kernel
-	}
+	a.prepare(w)
 	rows := w.rows()
 	m.pool.parallel(rows, 16, func(lo, hi int) { w.mul(out, rows, a, lo, hi) })
 }
@@ -246,12 +247,7 @@ type output struct {
 func (m *model) matmulN(a *acts, outs []output, ws ...linear) {
 	total := 0
 	for _, w := range ws {
-		if w.int8() {
-			a.quantize()
-		}
-		if _, ok := w.(*q8Linear); ok && q8Unsigned {
-			a.unsigned()
-		}
+		a.prepare(w)
 		total += w.rows()
 	}
 	m.pool.parallel(total, 16, func(lo, hi int) {
@@ -269,12 +265,7 @@ func (m *model) matmulN(a *acts, outs []output, ws ...linear) {
 // matmulAdd is matmul followed by the residual add x += out, done by
 // each chunk on its own rows (the same additions, off the serial path).
 func (m *model) matmulAdd(x, out []float32, w linear, a *acts) {
-	if w.int8() {
-		a.quantize()
-	}
-	if _, ok := w.(*q8Linear); ok && q8Unsigned {
-		a.unsigned()
-	}
+	a.prepare(w)
 	rows, n := w.rows(), a.n
 	m.pool.parallel(rows, 16, func(lo, hi int) {
 		w.mul(out, rows, a, lo, hi)
@@ -297,15 +288,9 @@ func (m *model) matmulAdd(x, out []float32, w linear, a *acts) {
 // chunk runs the same rows of both matrices and multiplies them itself,
 // so the element-wise pass stays off the serial path.
 func (m *model) gatedFFN(a *acts, g, u []float32, gate, up linear, relu2 bool) {
-	for _, w := range []linear{gate, up} {
-		if w.int8() {
-			a.quantize()
-		}
-		if _, ok := w.(*q8Linear); ok && q8Unsigned {
-			a.unsigned()
-		}
-	}
-	F, n := gate.rows(), a.n
+	a.prepare(gate)
+	a.prepare(up)
+	F, n, kern := gate.rows(), a.n, m.kern
 	if n == 1 {
 		m.pool.parallel(2*F, 16, func(lo, hi int) {
 			if lo < F {
@@ -315,23 +300,23 @@ func (m *model) gatedFFN(a *acts, g, u []float32, gate, up linear, relu2 bool) {
 				up.mul(u, F, a, max(lo, F)-F, hi-F)
 			}
 		})
-		gateAct(g[:F], u[:F], relu2)
+		gateAct(kern, g[:F], u[:F], relu2)
 		return
 	}
 	m.pool.parallel(F, 16, func(lo, hi int) {
 		gate.mul(g, F, a, lo, hi)
 		up.mul(u, F, a, lo, hi)
 		for t := range n {
-			gateAct(g[t*F+lo:t*F+hi], u[t*F+lo:t*F+hi], relu2)
+			gateAct(kern, g[t*F+lo:t*F+hi], u[t*F+lo:t*F+hi], relu2)
 		}
 	})
 }
 
 // gateAct sets g[i] = act(g[i])·u[i].
-func gateAct(g, u []float32, relu2 bool) {
+func gateAct(kern *kernels, g, u []float32, relu2 bool) {
 	u = u[:len(g)]
 	if relu2 {
-		relu2Mul(g, u)
+		kern.relu2Mul(g, u)
 		return
 	}
 	for i, v := range g {
@@ -339,11 +324,8 @@ func gateAct(g, u []float32, relu2 bool) {
 	}
 }
 
-// relu2Mul sets g[i] = max(g[i], 0)²·u[i] (BitNet's gate; SIMD where
-// available). Decoding, it runs on the caller between two products, on
-// 6912 values a layer: 6 µs in the branching scalar loop it replaced.
-var relu2Mul = relu2MulGo
-
+// relu2MulGo is the portable relu2Mul (see kernels); decoding, the
+// branching scalar loop it replaced took 6 µs a layer.
 func relu2MulGo(g, u []float32) {
 	u = u[:len(g)]
 	for i, v := range g {

@@ -38,28 +38,28 @@ func attnScores4x128AVX2(q *float32, k *float32, stride int, n int, scale float3
 //go:noescape
 func attnMix4x128AVX2(w *float32, ldw int, v *float32, stride int, n int, o *float32)
 
-// useGlueAVX2 installs the AVX2 glue kernels; kernels_amd64.go's init
-// calls it on AVX2 CPUs where the AVX-512 ones are not used.
-func useGlueAVX2() {
-	absMax = absMaxGlueAVX2
-	quantBlocks = quantBlocksGlueAVX2
-	relu2Mul = relu2MulGlueAVX2
-	sumSquares = sumSquaresGlueAVX2
-	scaleMul = scaleMulGlueAVX2
-	maxF32 = maxF32GlueAVX2
-	expSubSum = expSubSumGlueAVX2
-	attnScores = attnScoresGlueAVX2
-	attnMix = attnMixGlueAVX2
-	attnScores4 = attnScores4GlueAVX2
-	attnMix4 = attnMix4GlueAVX2
+// useGlueAVX2 puts the AVX2 glue kernels into k; addSIMD calls it on AVX2
+// CPUs where the AVX-512 ones are not used.
+func useGlueAVX2(k *kernels) {
+	k.absMax = absMaxGlueAVX2
+	k.quantBlocks = quantBlocksGlueAVX2
+	k.relu2Mul = relu2MulGlueAVX2
+	k.sumSquares = sumSquaresGlueAVX2
+	k.scaleMul = scaleMulGlueAVX2
+	k.maxF32 = maxF32GlueAVX2
+	k.expSubSum = expSubSumGlueAVX2
+	k.attnScores = attnScoresGlueAVX2
+	k.attnMix = attnMixGlueAVX2
+	k.attnScores4 = attnScores4GlueAVX2
+	k.attnMix4 = attnMix4GlueAVX2
 }
 
-// The wrappers (simdwrap.go), named so the tests can call them on CPUs
-// where the AVX-512 ones are installed. absMax and max are exact (VMAXPS
-// picks one of its inputs; NaN-free input); quantBlocks, relu2Mul and
-// scaleMul (dst may be x) are bit for bit the portable code; sumSquares
-// agrees with it to float64 rounding; expSubSum is Cephes' float32 expf
-// (≈1 ulp) over 8 floats at a time, float64 exp on the rest.
+// The wrappers (simdwrap.go), named so the tests can call them directly.
+// absMax and max are exact (VMAXPS picks one of its inputs; NaN-free
+// input); quantBlocks, relu2Mul and scaleMul (dst may be x) are bit for
+// bit the portable code; sumSquares agrees with it to float64 rounding;
+// expSubSum is Cephes' float32 expf (≈1 ulp) over 8 floats at a time,
+// float64 exp on the rest.
 
 func absMaxGlueAVX2(x []float32) float32 { return absMaxWith(absMaxAVX2, 8, x) }
 func maxF32GlueAVX2(x []float32) float32 { return maxF32With(maxAVX2, 8, x) }

@@ -12,21 +12,19 @@ import (
 	"testing"
 )
 
-// TestGlueAVX2MatchPortable checks the AVX2 glue kernels directly (not
-// through the package variables, which hold the AVX-512 ones on CPUs that
-// have it) against the portable versions.
+// TestGlueAVX2MatchPortable checks the AVX2 glue kernels directly against
+// the portable versions, and that the AVX2 table holds them (the other
+// kernel tests then check them through it too).
 func TestGlueAVX2MatchPortable(t *testing.T) {
-	if !hasAVX2 {
+	if !detectFeatures().avx2 {
 		t.Skip("no AVX2/FMA/F16C on this CPU")
 	}
-	if kernelName == "avx2" {
-		// Installed for the package (whose other tests then check them).
-		for _, f := range [][2]any{{absMax, absMaxGlueAVX2}, {quantBlocks, quantBlocksGlueAVX2}, {relu2Mul, relu2MulGlueAVX2},
-			{sumSquares, sumSquaresGlueAVX2}, {scaleMul, scaleMulGlueAVX2}, {maxF32, maxF32GlueAVX2}, {expSubSum, expSubSumGlueAVX2},
-			{attnScores, attnScoresGlueAVX2}, {attnMix, attnMixGlueAVX2}, {attnScores4, attnScores4GlueAVX2}, {attnMix4, attnMix4GlueAVX2}} {
-			if reflect.ValueOf(f[0]).Pointer() != reflect.ValueOf(f[1]).Pointer() {
-				t.Errorf("%s is not installed", runtime.FuncForPC(reflect.ValueOf(f[1]).Pointer()).Name())
-			}
+	k := newKernels(cpuFeatures{avx2: true})
+	for _, f := range [][2]any{{k.absMax, absMaxGlueAVX2}, {k.quantBlocks, quantBlocksGlueAVX2}, {k.relu2Mul, relu2MulGlueAVX2},
+		{k.sumSquares, sumSquaresGlueAVX2}, {k.scaleMul, scaleMulGlueAVX2}, {k.maxF32, maxF32GlueAVX2}, {k.expSubSum, expSubSumGlueAVX2},
+		{k.attnScores, attnScoresGlueAVX2}, {k.attnMix, attnMixGlueAVX2}, {k.attnScores4, attnScores4GlueAVX2}, {k.attnMix4, attnMix4GlueAVX2}} {
+		if reflect.ValueOf(f[0]).Pointer() != reflect.ValueOf(f[1]).Pointer() {
+			t.Errorf("%s is not in the avx2 table", runtime.FuncForPC(reflect.ValueOf(f[1]).Pointer()).Name())
 		}
 	}
 	rng := rand.New(rand.NewPCG(21, 22))
@@ -195,9 +193,10 @@ func checkAttention4x128(t *testing.T, rng *rand.Rand,
 // version at BitNet-2B's sizes (2560 hidden, 6912 FFN); attention at 512
 // positions (one span).
 func BenchmarkGlueAVX2(b *testing.B) {
-	if !hasAVX2 {
+	if !detectFeatures().avx2 {
 		b.Skip("no AVX2/FMA/F16C on this CPU")
 	}
+	kern := newKernels(cpuFeatures{avx2: true})
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{2560, 6912} {
 		x, w, dst := make([]float32, n), make([]float32, n), make([]float32, n)
@@ -251,11 +250,11 @@ func BenchmarkGlueAVX2(b *testing.B) {
 	b.Run("attnHead/n=512/go", func(b *testing.B) {
 		for range b.N {
 			for p := range pos {
-				sc[p] = dotF32(qv[:128], kv[p*128:(p+1)*128]) * 0.088
+				sc[p] = kern.dotF32(qv[:128], kv[p*128:(p+1)*128]) * 0.088
 			}
 			clear(o[:128])
 			for p := range pos {
-				axpyF32(sc[p], vv[p*128:(p+1)*128], o[:128])
+				kern.axpyF32(sc[p], vv[p*128:(p+1)*128], o[:128])
 			}
 		}
 	})

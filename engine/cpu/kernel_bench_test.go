@@ -36,13 +36,9 @@ func benchKernel(b *testing.B, kind string, rows, k, tokens int) {
 		}
 		l = newTernary(kind, data, rows, k, sc)
 	}
-	m := &model{pool: newPool(benchThreads)}
+	m := &model{pool: newPool(benchThreads), kern: hostKernels(b)}
 	defer m.pool.close()
-	a := &acts{}
-	a.reset(tokens, k)
-	for i := range a.f {
-		a.f[i] = float32(rng.NormFloat64())
-	}
+	a := newActs(m.kern, rng, tokens, k)
 	out := make([]float32, rows*tokens)
 	b.SetBytes(l.size())
 	b.ResetTimer()

@@ -12,17 +12,13 @@ import (
 // dequantized float reference on the same int8 activations: weights
 // decoded by the packers' own unpack functions, products summed in float64
 // per block (exact: integers times one fp16 scale), then combined in the
-// same order. The results must be bit-identical, not merely close.
+// same order. The results must be bit-identical, not merely close; with
+// every kernel table this CPU runs.
 func TestTernaryKernelsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const rows, k, n = 37, 768, 3
-	a := &acts{}
-	a.reset(n, k)
-	for i := range a.f {
-		a.f[i] = float32(rng.NormFloat64())
-	}
-	a.f[5] = 40 // one outlier, as real activations have
-	a.quantize()
+	x := newActs(nil, rng, n, k).f
+	x[5] = 40 // one outlier, as real activations have
 
 	// Random ternary rows with random per-256-block scales (TQ) or per-row
 	// scales (.h1b); Sherry rows keep one zero per group of 4.
@@ -45,78 +41,89 @@ func TestTernaryKernelsExact(t *testing.T) {
 			}
 		}
 	}
-	for _, kind := range []string{"TQ2_0", "TQ1_0", "halo2", "tq1h", "sherry"} {
-		t.Run(kind, func(t *testing.T) {
-			rb := rowBytesFor(kind, k)
-			data := make([]byte, rows*rb)
-			scales := make([]float32, rows)
-			deq := make([][]float32, rows) // the reference's view of the weights
-			q := make([]int8, k)
-			for r := range rows {
-				dst := data[r*rb : (r+1)*rb]
-				deq[r] = make([]float32, k)
-				switch kind {
-				case "TQ2_0":
-					must(t, quant.QuantizeRowTQ2_0(dst, w[r]))
-					quant.DequantizeRowTQ2_0(deq[r], dst)
-				case "TQ1_0":
-					must(t, quant.QuantizeRowTQ1_0(dst, w[r]))
-					quant.DequantizeRowTQ1_0(deq[r], dst)
-				default:
-					for i, v := range w[r] {
-						q[i] = int8(sign(v))
-					}
-					switch kind {
-					case "halo2":
-						quant.PackRowHALO2(dst, q)
-						quant.UnpackRowHALO2(q, dst)
-					case "tq1h":
-						quant.PackRowTQ1H(dst, q)
-						quant.UnpackRowTQ1H(q, dst)
-					case "sherry":
-						must(t, sherry.PackRow(dst, w[r]))
-						sherry.UnpackRow(q, dst)
-					}
-					for i, v := range q {
-						deq[r][i] = float32(v)
-					}
-					scales[r] = float32(rng.Float64())
-				}
+	for _, kern := range kernelSets() {
+		a := &acts{kern: kern}
+		a.reset(n, k)
+		copy(a.f, x)
+		a.quantize()
+		for _, kind := range []string{"TQ2_0", "TQ1_0", "halo2", "tq1h", "sherry"} {
+			t.Run(kern.name+"/"+kind, func(t *testing.T) { checkTernaryExact(t, a, kind, w, rows, rng) })
+		}
+	}
+}
+
+// checkTernaryExact is TestTernaryKernelsExact for one packing: rows of w
+// packed as kind, multiplied with a.
+func checkTernaryExact(t *testing.T, a *acts, kind string, w [][]float32, rows int, rng *rand.Rand) {
+	k, n := a.k, a.n
+	rb := rowBytesFor(kind, k)
+	data := make([]byte, rows*rb)
+	scales := make([]float32, rows)
+	deq := make([][]float32, rows) // the reference's view of the weights
+	q := make([]int8, k)
+	for r := range rows {
+		dst := data[r*rb : (r+1)*rb]
+		deq[r] = make([]float32, k)
+		switch kind {
+		case "TQ2_0":
+			must(t, quant.QuantizeRowTQ2_0(dst, w[r]))
+			quant.DequantizeRowTQ2_0(deq[r], dst)
+		case "TQ1_0":
+			must(t, quant.QuantizeRowTQ1_0(dst, w[r]))
+			quant.DequantizeRowTQ1_0(deq[r], dst)
+		default:
+			for i, v := range w[r] {
+				q[i] = int8(sign(v))
 			}
-			var l *ternLinear
-			if kind == "TQ2_0" || kind == "TQ1_0" {
-				l = newTernary(kind, data, rows, k, nil)
+			switch kind {
+			case "halo2":
+				quant.PackRowHALO2(dst, q)
+				quant.UnpackRowHALO2(q, dst)
+			case "tq1h":
+				quant.PackRowTQ1H(dst, q)
+				quant.UnpackRowTQ1H(q, dst)
+			case "sherry":
+				must(t, sherry.PackRow(dst, w[r]))
+				sherry.UnpackRow(q, dst)
+			}
+			for i, v := range q {
+				deq[r][i] = float32(v)
+			}
+			scales[r] = float32(rng.Float64())
+		}
+	}
+	var l *ternLinear
+	if kind == "TQ2_0" || kind == "TQ1_0" {
+		l = newTernary(kind, data, rows, k, nil)
+	} else {
+		l = newTernary(kind, data, rows, k, scales)
+	}
+	got := make([]float32, n*rows)
+	l.mul(got, rows, a, 0, rows)
+	for tk := range n {
+		x := a.q[tk*k : (tk+1)*k]
+		for r := range rows {
+			var want float32
+			if l.rowScale == nil {
+				for b := 0; b < k; b += 256 {
+					var s float64
+					for i := b; i < b+256; i++ {
+						s += float64(deq[r][i]) * float64(x[i])
+					}
+					want += float32(s)
+				}
 			} else {
-				l = newTernary(kind, data, rows, k, scales)
-			}
-			got := make([]float32, n*rows)
-			l.mul(got, rows, a, 0, rows)
-			for tk := range n {
-				x := a.q[tk*k : (tk+1)*k]
-				for r := range rows {
-					var want float32
-					if l.rowScale == nil {
-						for b := 0; b < k; b += 256 {
-							var s float64
-							for i := b; i < b+256; i++ {
-								s += float64(deq[r][i]) * float64(x[i])
-							}
-							want += float32(s)
-						}
-					} else {
-						var s float64
-						for i := range k {
-							s += float64(deq[r][i]) * float64(x[i])
-						}
-						want = float32(s) * scales[r]
-					}
-					want *= a.scale[tk]
-					if got[tk*rows+r] != want {
-						t.Fatalf("token %d row %d: kernel %v, reference %v", tk, r, got[tk*rows+r], want)
-					}
+				var s float64
+				for i := range k {
+					s += float64(deq[r][i]) * float64(x[i])
 				}
+				want = float32(s) * scales[r]
 			}
-		})
+			want *= a.scale[tk]
+			if got[tk*rows+r] != want {
+				t.Fatalf("token %d row %d: kernel %v, reference %v", tk, r, got[tk*rows+r], want)
+			}
+		}
 	}
 }
 
@@ -143,21 +150,20 @@ func must(t testing.TB, err error) {
 // multiples of one scale is exact), rounded once. 19 rows stay plain I2;
 // 20 rows are interleaved (I2x4) where the kernels for it exist, and their
 // products are checked over whole and partial row ranges (a range not on
-// a group boundary takes the portable path).
+// a group boundary takes the portable path). With every kernel table this
+// CPU runs.
 func TestRepackedKernelsExact(t *testing.T) {
-	for _, rows := range []int{19, 20, 71, 72} { // 71, 72: two 32-row prefill tiles and a rest (plain I2 pairs, I2x4 groups)
-		testRepackedKernelsExact(t, rows)
+	for _, kern := range kernelSets() {
+		for _, rows := range []int{19, 20, 71, 72} { // 71, 72: two 32-row prefill tiles and a rest (plain I2 pairs, I2x4 groups)
+			testRepackedKernelsExact(t, kern, rows)
+		}
 	}
 }
 
-func testRepackedKernelsExact(t *testing.T, rows int) {
+func testRepackedKernelsExact(t *testing.T, kern *kernels, rows int) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	const k, n = 512, 6       // 6 tokens: the 4-token prefill kernel and the remainder
-	a, a1 := &acts{}, &acts{} // prefill (6 tokens) and decode (1)
-	a.reset(n, k)
-	for i := range a.f {
-		a.f[i] = float32(rng.NormFloat64())
-	}
+	const k, n = 512, 6                                  // 6 tokens: the 4-token prefill kernel and the remainder
+	a, a1 := newActs(kern, rng, n, k), &acts{kern: kern} // prefill (6 tokens) and decode (1)
 	a.quantize()
 	a1.reset(1, k)
 	copy(a1.f, a.f)
@@ -219,13 +225,13 @@ func testRepackedKernelsExact(t *testing.T, rows int) {
 		} else {
 			native = newTernary(kind, data, rows, k, scales)
 		}
-		l := repack(native, mem)
+		l := repack(native, mem, kern.hasI2x4())
 		wantKind := "I2"
-		if i2Interleave(rows) {
+		if kern.hasI2x4() && rows%4 == 0 {
 			wantKind = "I2x4"
 		}
 		if l.kind != wantKind || l.format() != kind {
-			t.Fatalf("%s, %d rows: repacked to %s (%s), want %s", kind, rows, l.kind, l.format(), wantKind)
+			t.Fatalf("%s: %s, %d rows: repacked to %s (%s), want %s", kern.name, kind, rows, l.kind, l.format(), wantKind)
 		}
 		check := func(a *acts, r0, r1 int) {
 			t.Helper()
@@ -243,8 +249,8 @@ func testRepackedKernelsExact(t *testing.T, rows int) {
 					}
 					want *= a.scale[tk]
 					if got[tk*rows+r] != want {
-						t.Fatalf("%s (%s, %d rows, %d tokens, rows %d–%d) token %d row %d: %v, want %v",
-							kind, l.kind, rows, a.n, r0, r1, tk, r, got[tk*rows+r], want)
+						t.Fatalf("%s: %s (%s, %d rows, %d tokens, rows %d–%d) token %d row %d: %v, want %v",
+							kern.name, kind, l.kind, rows, a.n, r0, r1, tk, r, got[tk*rows+r], want)
 					}
 				}
 			}

@@ -12,13 +12,27 @@ import (
 	"testing"
 )
 
-// TestSIMDKernelsMatchPortable checks the AVX2 kernels against the portable
-// ones: the ternary kernel bit for bit, float dots to rounding.
+// TestSIMDKernelsMatchPortable checks the kernels of every SIMD table this
+// CPU runs (AVX2, AVX-512, AVX-512 VNNI) against the portable ones: the
+// ternary kernels bit for bit, float dots to rounding.
 func TestSIMDKernelsMatchPortable(t *testing.T) {
-	if !hasAVX2 {
+	forSIMDKernels(t, testSIMDKernels)
+}
+
+// forSIMDKernels runs test for each SIMD kernel table this CPU runs.
+func forSIMDKernels(t *testing.T, test func(*testing.T, *kernels)) {
+	sets := kernelSets()[1:]
+	if len(sets) == 0 {
 		t.Skip("no AVX2/FMA/F16C on this CPU")
 	}
+	for _, kern := range sets {
+		t.Run(kern.name, func(t *testing.T) { test(t, kern) })
+	}
+}
+
+func testSIMDKernels(t *testing.T, kern *kernels) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	i2 := &kern.tern[typeI2]
 	for _, nb := range []int{1, 10, 27} {
 		row := make([]byte, nb*tq2Block)
 		for i := range row {
@@ -27,14 +41,10 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 		for b := range nb { // a sane fp16 scale in each block
 			row[b*tq2Block+64], row[b*tq2Block+65] = byte(rng.IntN(256)), 0x2c
 		}
-		a := &acts{}
-		a.reset(1, nb*256)
-		for i := range a.f {
-			a.f[i] = float32(rng.NormFloat64())
-		}
+		a := newActs(kern, rng, 1, nb*256)
 		a.quantize()
-		if g, s := tq2DotGo(row, a.q, a.bsum), tq2DotAVX2(row, a.q, a.bsum); g != s {
-			t.Fatalf("nb %d: portable %v, avx2 %v", nb, g, s)
+		if g, s := tq2DotGo(row, a.q, a.bsum), kern.tern[typeTQ2].blockDot(row, a.q, a.bsum); g != s {
+			t.Fatalf("nb %d: portable %v, simd %v", nb, g, s)
 		}
 	}
 	// I2 (AVX2 or AVX-512 with permuted activations), one and four tokens.
@@ -44,13 +54,9 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 		for i := range row {
 			row[i] = byte(rng.IntN(256))
 		}
-		a := &acts{}
-		a.reset(4, k)
-		for i := range a.f {
-			a.f[i] = float32(rng.NormFloat64())
-		}
+		a := newActs(kern, rng, 4, k)
 		a.quantize()
-		if i2RowsScaled != nil {
+		if i2.rows != nil {
 			// 7 rows: one group of four and three single rows. Then
 			// the extremes the int16 sums of the AVX2 kernel must hold:
 			// every code 2 (0xaa) against ±127.
@@ -59,7 +65,7 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 				rows[i] = byte(rng.IntN(256))
 			}
 			for _, extreme := range []bool{false, true} {
-				b := &acts{}
+				b := &acts{kern: kern}
 				b.reset(1, k)
 				copy(b.f, a.f[:k])
 				b.quantize()
@@ -71,7 +77,7 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 					for i := range b.q {
 						b.q[i] = 127 * sign
 					}
-					if i2Permuted {
+					if kern.i2Permuted {
 						permuteI2(b.qp, b.q)
 					}
 					b.total[0] = int32(k) * 127 * int32(sign)
@@ -81,7 +87,7 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 					scale[r] = float32(rng.Float64() + 0.01)
 				}
 				got := make([]float32, 7)
-				i2RowsScaled(rows, b.i2q()[:k], b.total[0], b.scale[0], scale, got)
+				i2.rows(rows, b.i2q()[:k], b.total[0], b.scale[0], scale, got)
 				for r := range 7 {
 					want := float32(i2DotGo(rows[r*len(row):(r+1)*len(row)], b.q[:k], b.total[0])) * scale[r] * b.scale[0]
 					if got[r] != want {
@@ -90,12 +96,12 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 				}
 			}
 		}
-		if i2Dot4x2 != nil { // prefill's two-row kernel, then at the int16 extremes
+		if i2.dot4x2 != nil { // prefill's two-row kernel, then at the int16 extremes
 			rows := make([]byte, 2*len(row))
 			for i := range rows {
 				rows[i] = byte(rng.IntN(256))
 			}
-			b := &acts{}
+			b := &acts{kern: kern}
 			b.reset(4, k)
 			copy(b.f, a.f)
 			b.quantize()
@@ -113,7 +119,7 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 					}
 				}
 				var eight [8]int32
-				i2Dot4x2(rows, len(row), b.q, k, b.total, &eight)
+				i2.dot4x2(rows, len(row), b.q, k, b.total, &eight)
 				for tk := range 4 {
 					for r := range 2 {
 						want := i2DotGo(rows[r*len(row):(r+1)*len(row)], b.q[tk*k:(tk+1)*k], b.total[tk])
@@ -125,11 +131,11 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 			}
 		}
 		var four [4]int32
-		i2Dot4(row, a.i2q(), k, a.total, &four)
+		i2.dot4(row, a.i2q(), k, a.total, &four)
 		for tk := range 4 {
 			want := i2DotGo(row, a.q[tk*k:(tk+1)*k], a.total[tk])
-			if got := i2Dot(row, a.i2q()[tk*k:(tk+1)*k], a.total[tk]); got != want || four[tk] != want {
-				t.Fatalf("%s nb %d token %d: portable %d, simd %d, 4-token %d", kernelName, nb, tk, want, got, four[tk])
+			if got := i2.dot(row, a.i2q()[tk*k:(tk+1)*k], a.total[tk]); got != want || four[tk] != want {
+				t.Fatalf("nb %d token %d: portable %d, simd %d, 4-token %d", nb, tk, want, got, four[tk])
 			}
 		}
 	}
@@ -142,11 +148,7 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 			raw[i] = byte(rng.IntN(256)) & 0xbf
 		}
 		h := quantizeHead(&floatRows{raw: raw, dt: "F16", r: rows, c: k}, &arena{})
-		a := &acts{}
-		a.reset(2, k)
-		for i := range a.f {
-			a.f[i] = float32(rng.NormFloat64())
-		}
+		a := newActs(kern, rng, 2, k)
 		a.quantize()
 		// Signed kernel first, then the VNNI one on q+128 (acts.unsigned,
 		// as matmul prepares it for the head).
@@ -171,7 +173,7 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 	for _, nb := range []int{1, 3, 27} {
 		x := quantTestValues(rng, nb*256+7)
 		x[3] = 130
-		if g, s := absMaxGo(x), absMax(x); g != s {
+		if g, s := absMaxGo(x), kern.absMax(x); g != s {
 			t.Fatalf("absMax nb %d: portable %v, simd %v", nb, g, s)
 		}
 		for _, inv := range []float32{1, 0.37, 100 / absMaxGo(x)} {
@@ -179,7 +181,7 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 			bg, bs := make([]int32, nb), make([]int32, nb)
 			pg, ps := make([]int8, nb*256), make([]int8, nb*256)
 			quantBlocksGo(x[:nb*256], inv, qg, pg, bg)
-			quantBlocks(x[:nb*256], inv, qs, ps, bs)
+			kern.quantBlocks(x[:nb*256], inv, qs, ps, bs)
 			for i := range qg {
 				if qg[i] != qs[i] || pg[i] != ps[i] {
 					t.Fatalf("quantize nb %d inv %v: x[%d]=%v → portable %d (permuted %d), simd %d (%d)", nb, inv, i, x[i], qg[i], pg[i], qs[i], ps[i])
@@ -194,8 +196,11 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 	}
 	// Attention for headDim 128: scores and the weighted sum of values over
 	// positions stride floats apart, against dotF32Go/axpyF32Go.
-	if attnScores != nil {
-		checkAttention128(t, rng, attnScores, attnMix)
+	if kern.attnScores != nil {
+		checkAttention128(t, rng, kern.attnScores, kern.attnMix)
+	}
+	if kern.attnScores4 != nil {
+		checkAttention4x128(t, rng, kern.attnScores4, kern.attnMix4)
 	}
 	for _, n := range []int{7, 32, 100, 2560} {
 		x, y := make([]float32, n), make([]float32, n)
@@ -206,16 +211,16 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 		}
 		ya, yb := append([]float32(nil), y...), append([]float32(nil), y...)
 		axpyF32Go(0.3, x, ya)
-		axpyF32(0.3, x, yb)
+		kern.axpyF32(0.3, x, yb)
 		for i := range ya {
 			if abs32(ya[i]-yb[i]) > 1e-6*max(1, abs32(ya[i])) {
 				t.Fatalf("axpy n %d [%d]: %v vs %v", n, i, ya[i], yb[i])
 			}
 		}
-		if g, s := dotF32Go(x, y), dotF32(x, y); abs32(g-s) > 1e-4*float32(n) {
+		if g, s := dotF32Go(x, y), kern.dotF32(x, y); abs32(g-s) > 1e-4*float32(n) {
 			t.Errorf("f32 n %d: %v vs %v", n, g, s)
 		}
-		if g, s := dotF16Go(h, y), dotF16(h, y); abs32(g-s) > 1e-3*max(1, abs32(g)) {
+		if g, s := dotF16Go(h, y), kern.dotF16(h, y); abs32(g-s) > 1e-3*max(1, abs32(g)) {
 			t.Errorf("f16 n %d: %v vs %v", n, g, s)
 		}
 	}
@@ -223,7 +228,9 @@ func TestSIMDKernelsMatchPortable(t *testing.T) {
 
 // TestSoftmaxKernels: the SIMD max is exact and the SIMD exp (a float32
 // polynomial) is within 2 ulp of float64 exp, sums within rounding.
-func TestSoftmaxKernels(t *testing.T) {
+func TestSoftmaxKernels(t *testing.T) { forSIMDKernels(t, testSoftmaxKernels) }
+
+func testSoftmaxKernels(t *testing.T, kern *kernels) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, n := range []int{1, 15, 16, 17, 100, 1000} {
 		x := make([]float32, n)
@@ -231,12 +238,12 @@ func TestSoftmaxKernels(t *testing.T) {
 			x[i] = float32(rng.Float64()*120 - 100)
 		}
 		x[rng.IntN(n)] = -300 // far under the clamp: e^x rounds to ~0
-		if got, want := maxF32(x), maxF32Go(x); got != want {
+		if got, want := kern.maxF32(x), maxF32Go(x); got != want {
 			t.Fatalf("n %d: max %v, want %v", n, got, want)
 		}
 		mx := maxF32Go(x)
 		simd, ref := slices.Clone(x), slices.Clone(x)
-		sum, refSum := expSubSum(simd, mx), expSubSumGo(ref, mx)
+		sum, refSum := kern.expSubSum(simd, mx), expSubSumGo(ref, mx)
 		for i := range x {
 			if d := math.Abs(float64(simd[i] - ref[i])); d > 2.5e-7*float64(ref[i]) && d > 1e-37 {
 				t.Fatalf("n %d: exp(%v) = %v, want %v", n, x[i]-mx, simd[i], ref[i])
@@ -250,18 +257,20 @@ func TestSoftmaxKernels(t *testing.T) {
 
 // TestRMSNormKernels: the SIMD sum of squares agrees with the float64 loop
 // to rounding, and the scaling pass is bit for bit.
-func TestRMSNormKernels(t *testing.T) {
+func TestRMSNormKernels(t *testing.T) { forSIMDKernels(t, testRMSNormKernels) }
+
+func testRMSNormKernels(t *testing.T, kern *kernels) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, n := range []int{1, 15, 16, 33, 2560, 6912} {
 		x, w := make([]float32, n), make([]float32, n)
 		for i := range x {
 			x[i], w[i] = float32(rng.NormFloat64()*3), float32(rng.NormFloat64())
 		}
-		if got, want := sumSquares(x), sumSquaresGo(x); math.Abs(got-want) > 1e-12*want {
+		if got, want := kern.sumSquares(x), sumSquaresGo(x); math.Abs(got-want) > 1e-12*want {
 			t.Fatalf("n %d: Σx² %v, want %v", n, got, want)
 		}
 		got, want := make([]float32, n), make([]float32, n)
-		scaleMul(got, x, w, 0.37)
+		kern.scaleMul(got, x, w, 0.37)
 		scaleMulGo(want, x, w, 0.37)
 		if !slices.Equal(got, want) {
 			t.Fatalf("n %d: scaleMul differs", n)
@@ -271,7 +280,9 @@ func TestRMSNormKernels(t *testing.T) {
 
 // TestRelu2MulKernel checks BitNet's gate against the portable loop bit
 // for bit, including NaN, ±0 and ±Inf.
-func TestRelu2MulKernel(t *testing.T) {
+func TestRelu2MulKernel(t *testing.T) { forSIMDKernels(t, testRelu2MulKernel) }
+
+func testRelu2MulKernel(t *testing.T, kern *kernels) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -1e-30, 1e-30}
 	for _, n := range []int{1, 15, 16, 33, 6912} {
@@ -283,7 +294,7 @@ func TestRelu2MulKernel(t *testing.T) {
 			}
 		}
 		got, want := slices.Clone(g), slices.Clone(g)
-		relu2Mul(got, u)
+		kern.relu2Mul(got, u)
 		relu2MulGo(want, u)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {

@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/edgectl/edgectl/format/half"
-	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 //go:noescape
@@ -81,15 +80,14 @@ func scaleMulNEON(dst, x, w *float32, n int, inv float32)
 //go:noescape
 func neonProbe(op int, d, n, m *[16]byte)
 
+// detectFeatures reports the CPU's extensions the arm64 kernels use.
 // ASIMD is part of every arm64 CPU Go runs on (the runtime itself uses
-// it), so only EDGECTL_PUREGO=1 (or -tags purego) turns the SIMD kernels
-// off. The dot-product extension (SDOT: Cortex-A55/A76 and later, Apple)
-// is detected; EDGECTL_NO_DOTPROD=1 forces the ARMv8.0 kernels (what a
-// Cortex-A53 runs) on a CPU that has it.
-var (
-	hasNEON = !pureGoEnv()
-	hasSDOT = cpu.ARM64.HasASIMDDP && !envconfig.NoDotProd.Get()
-)
+// it); the dot-product extension (SDOT: Cortex-A55/A76 and later, Apple)
+// is detected. Settings turn either off (EDGECTL_PUREGO,
+// EDGECTL_NO_DOTPROD: the ARMv8.0 kernels a Cortex-A53 runs).
+func detectFeatures() cpuFeatures {
+	return cpuFeatures{neon: true, dotProd: cpu.ARM64.HasASIMDDP}
+}
 
 // i2MaxBlocksSDOT bounds the row length of the SDOT I2 kernel: its ×4 and
 // ×16 accumulators hold exact multiples of the partial sums only while
@@ -98,46 +96,30 @@ var (
 // exact modulo 2^32 like the Go one.
 const i2MaxBlocksSDOT = 4096
 
-// arm64Kernels is one choice of the integer kernels (with or without
-// SDOT); tests build both.
-type arm64Kernels struct {
-	name         string
-	i2Rows       func(rows []byte, q []int8, out []int32)
-	i2RowsScaled func(rows []byte, q []int8, total int32, xs float32, scale, out []float32)
-	i2Dot        func(row []byte, q []int8, total int32) int32
-	i2Dot4       func(row []byte, q []int8, k int, totals []int32, out *[4]int32)
-	q8Dot        func(w, x []int8) int32
-	q8Rows       func(w []int8, k int, x []int8, out []int32)
-	tq2Dot       func(row []byte, q []int8, bsum []int32) float32
+// i2RowsARM64 is the I2 rows kernel for rows of nb blocks: the SDOT one
+// when sdot and the rows are short enough for it, else ARMv8.0's.
+func i2RowsARM64(sdot bool, nb int) func(*byte, *int8, int, int, int32, float32, *float32, unsafe.Pointer) {
+	if sdot && nb <= i2MaxBlocksSDOT {
+		return i2RowsSDOT
+	}
+	return i2RowsNEON
 }
 
-func newARM64Kernels(sdot bool) arm64Kernels {
-	rowsK, dot4K, q8K, tq2K, q8r4K := i2RowsNEON, i2Dot4NEON, q8DotNEON, tq2BlockSumsNEON, q8Rows4NEON
-	name := "neon"
+// addSIMD puts the NEON kernels into k (newKernels): the integer ones with
+// or without SDOT, and the float and glue ones.
+func addSIMD(k *kernels, f cpuFeatures) {
+	if !f.neon {
+		return
+	}
+	sdot := f.dotProd
+	i2 := &k.tern[typeI2]
+	dot4K, q8K, tq2K, q8r4K := i2Dot4NEON, q8DotNEON, tq2BlockSumsNEON, q8Rows4NEON
+	k.name = "neon"
 	if sdot {
-		rowsK, dot4K, q8K, tq2K, q8r4K = i2RowsSDOT, i2Dot4SDOT, q8DotSDOT, tq2BlockSumsSDOT, q8Rows4SDOT
-		name = "neon-dotprod"
+		dot4K, q8K, tq2K, q8r4K = i2Dot4SDOT, q8DotSDOT, tq2BlockSumsSDOT, q8Rows4SDOT
+		k.name = "neon-dotprod"
 	}
-	rowsFor := func(nb int) func(*byte, *int8, int, int, int32, float32, *float32, unsafe.Pointer) {
-		if nb > i2MaxBlocksSDOT {
-			return i2RowsNEON
-		}
-		return rowsK
-	}
-	k := arm64Kernels{name: name}
-	k.i2Rows = func(rows []byte, q []int8, out []int32) {
-		nb := len(q) / 256
-		if len(out) == 0 {
-			return
-		}
-		if nb == 0 {
-			clear(out)
-			return
-		}
-		_ = rows[len(out)*nb*i2Block-1]
-		rowsFor(nb)(unsafe.SliceData(rows), unsafe.SliceData(q), nb, len(out), 0, 0, nil, unsafe.Pointer(unsafe.SliceData(out)))
-	}
-	k.i2RowsScaled = func(rows []byte, q []int8, total int32, xs float32, scale, out []float32) {
+	i2.rows = func(rows []byte, q []int8, total int32, xs float32, scale, out []float32) {
 		nb := len(q) / 256
 		if len(out) == 0 {
 			return
@@ -150,19 +132,19 @@ func newARM64Kernels(sdot bool) arm64Kernels {
 			return
 		}
 		_ = rows[len(out)*nb*i2Block-1]
-		rowsFor(nb)(unsafe.SliceData(rows), unsafe.SliceData(q), nb, len(out), total, xs, unsafe.SliceData(scale), unsafe.Pointer(unsafe.SliceData(out)))
+		i2RowsARM64(sdot, nb)(unsafe.SliceData(rows), unsafe.SliceData(q), nb, len(out), total, xs, unsafe.SliceData(scale), unsafe.Pointer(unsafe.SliceData(out)))
 	}
-	k.i2Dot = func(row []byte, q []int8, total int32) int32 {
+	i2.dot = func(row []byte, q []int8, total int32) int32 {
 		nb := len(q) / 256
 		if nb == 0 {
 			return -total
 		}
 		_ = row[nb*i2Block-1]
 		var s int32
-		rowsFor(nb)(unsafe.SliceData(row), unsafe.SliceData(q), nb, 1, 0, 0, nil, unsafe.Pointer(&s))
+		i2RowsARM64(sdot, nb)(unsafe.SliceData(row), unsafe.SliceData(q), nb, 1, 0, 0, nil, unsafe.Pointer(&s))
 		return s - total
 	}
-	k.i2Dot4 = func(row []byte, q []int8, kk int, totals []int32, out *[4]int32) {
+	i2.dot4 = func(row []byte, q []int8, kk int, totals []int32, out *[4]int32) {
 		nb := kk / 256
 		_ = totals[3]
 		if nb == 0 {
@@ -182,7 +164,7 @@ func newARM64Kernels(sdot bool) arm64Kernels {
 			out[t] -= totals[t]
 		}
 	}
-	k.q8Dot = func(w, x []int8) int32 {
+	q8Dot := func(w, x []int8) int32 {
 		x = x[:len(w)]
 		n := len(w) &^ 15
 		var s int32
@@ -191,10 +173,11 @@ func newARM64Kernels(sdot bool) arm64Kernels {
 		}
 		return s + q8DotGo(w[n:], x[n:])
 	}
+	k.q8.dot = q8Dot
 	// The LM head at decode: groups of four rows share each activation
 	// load in the kernel (k&^15 columns); the last k%16 columns and the
 	// last len(out)%4 rows go through q8DotGo and q8Dot.
-	k.q8Rows = func(w []int8, kk int, x []int8, out []int32) {
+	k.q8.rows = func(w []int8, kk int, x []int8, out []int32) {
 		nr := len(out)
 		if nr == 0 {
 			return
@@ -219,37 +202,25 @@ func newARM64Kernels(sdot bool) arm64Kernels {
 			}
 		}
 		for r := 4 * g; r < nr; r++ {
-			out[r] = k.q8Dot(w[r*kk:(r+1)*kk], x)
+			out[r] = q8Dot(w[r*kk:(r+1)*kk], x)
 		}
 	}
 	// TQ2_0: exact per-block integer sums from SIMD code, combined with
 	// the block scales in the same order (and the same Go expression) as
 	// tq2DotGo.
-	k.tq2Dot = tq2DotFromBlockSums(tq2K)
-	return k
-}
-
-func init() {
-	if !hasNEON {
-		return
-	}
-	k := newARM64Kernels(hasSDOT)
-	kernelName = k.name
-	i2RowsScaled, i2Dot, i2Dot4, q8Dot = k.i2RowsScaled, k.i2Dot, k.i2Dot4, k.q8Dot
-	tq2Dot = k.tq2Dot
-	q8Rows = k.q8Rows
-	maxF32 = maxF32ARM64
-	expSubSum = expSubSumARM64
-	sumSquares = sumSquaresARM64
-	scaleMul = scaleMulARM64
-	dotF32 = dotF32ARM64
-	axpyF32 = axpyF32ARM64
-	dotF16 = dotF16ARM64
-	readSum = readSumARM64
-	absMax = absMaxARM64
-	quantBlocks = quantBlocksARM64
-	attnScores = attnScoresARM64
-	attnMix = attnMixARM64
+	k.tern[typeTQ2].blockDot = tq2DotFromBlockSums(tq2K)
+	k.maxF32 = maxF32ARM64
+	k.expSubSum = expSubSumARM64
+	k.sumSquares = sumSquaresARM64
+	k.scaleMul = scaleMulARM64
+	k.dotF32 = dotF32ARM64
+	k.axpyF32 = axpyF32ARM64
+	k.dotF16 = dotF16ARM64
+	k.readSum = readSumARM64
+	k.absMax = absMaxARM64
+	k.quantBlocks = quantBlocksARM64
+	k.attnScores = attnScoresARM64
+	k.attnMix = attnMixARM64
 }
 
 // attnScoresARM64 and attnMixARM64 are one head of attention for headDim

@@ -8,22 +8,37 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
+	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/format/half"
 )
 
-// arm64Variants are the integer kernel sets this CPU can run: the ARMv8.0
-// ones always, the SDOT ones where the dot-product extension is present.
-func arm64Variants(t *testing.T) []arm64Kernels {
-	v := []arm64Kernels{newARM64Kernels(false)}
-	if cpu.ARM64.HasASIMDDP {
-		v = append(v, newARM64Kernels(true))
-	} else {
+// arm64Variants are the NEON kernel tables this CPU can run: the ARMv8.0
+// one always, the SDOT one where the dot-product extension is present.
+func arm64Variants(t *testing.T) []*kernels {
+	v := kernelSets()[1:]
+	if !cpu.ARM64.HasASIMDDP {
 		t.Log("no asimddp on this CPU: SDOT kernels not run")
 	}
 	return v
+}
+
+// i2Rows runs kern's I2 rows kernel without the scaling epilogue: the
+// exact Σ c·q of each row into out.
+func i2Rows(kern *kernels, rows []byte, q []int8, out []int32) {
+	nb := len(q) / 256
+	if len(out) == 0 {
+		return
+	}
+	if nb == 0 {
+		clear(out)
+		return
+	}
+	_ = rows[len(out)*nb*i2Block-1]
+	i2RowsARM64(kern.name == "neon-dotprod", nb)(unsafe.SliceData(rows), unsafe.SliceData(q), nb, len(out), 0, 0, nil, unsafe.Pointer(unsafe.SliceData(out)))
 }
 
 // randQ fills q with random int8s, every tenth one an extreme (±127, −128).
@@ -93,8 +108,9 @@ func TestARM64I2LongRows(t *testing.T) {
 	}
 }
 
-func checkI2(t *testing.T, kern arm64Kernels, rows []byte, q []int8, nb, nrows int, rng *rand.Rand) {
+func checkI2(t *testing.T, kern *kernels, rows []byte, q []int8, nb, nrows int, rng *rand.Rand) {
 	t.Helper()
+	i2 := &kern.tern[typeI2]
 	k, rb := nb*256, nb*i2Block
 	totals := make([]int32, 4)
 	for tk := range 4 {
@@ -104,14 +120,14 @@ func checkI2(t *testing.T, kern arm64Kernels, rows []byte, q []int8, nb, nrows i
 	}
 	q0 := q[:k]
 	out := make([]int32, nrows)
-	kern.i2Rows(rows, q0, out)
+	i2Rows(kern, rows, q0, out)
 	scale := make([]float32, nrows)
 	for r := range scale {
 		scale[r] = float32(rng.Float64()*2 + 0.001)
 	}
 	xs := float32(rng.Float64() * 0.05)
 	got := make([]float32, nrows)
-	kern.i2RowsScaled(rows, q0, totals[0], xs, scale, got)
+	i2.rows(rows, q0, totals[0], xs, scale, got)
 	for r := range nrows {
 		row := rows[r*rb : (r+1)*rb]
 		want := i2DotGo(row, q0, 0)
@@ -122,13 +138,13 @@ func checkI2(t *testing.T, kern arm64Kernels, rows []byte, q []int8, nb, nrows i
 		if math.Float32bits(got[r]) != math.Float32bits(ws) {
 			t.Fatalf("%s i2RowsScaled nb %d rows %d row %d: %v, want %v", kern.name, nb, nrows, r, got[r], ws)
 		}
-		if d := kern.i2Dot(row, q0, totals[0]); d != want-totals[0] {
+		if d := i2.dot(row, q0, totals[0]); d != want-totals[0] {
 			t.Fatalf("%s i2Dot nb %d row %d: %d, want %d", kern.name, nb, r, d, want-totals[0])
 		}
 	}
 	var four [4]int32
 	row := rows[:rb]
-	kern.i2Dot4(row, q, k, totals, &four)
+	i2.dot4(row, q, k, totals, &four)
 	for tk := range 4 {
 		if want := i2DotGo(row, q[tk*k:(tk+1)*k], totals[tk]); four[tk] != want {
 			t.Fatalf("%s i2Dot4 nb %d token %d: %d, want %d", kern.name, nb, tk, four[tk], want)
@@ -158,7 +174,7 @@ func TestARM64TQ2(t *testing.T) {
 					bsum[b] += int32(v)
 				}
 			}
-			if g, s := tq2DotGo(row, q, bsum), kern.tq2Dot(row, q, bsum); math.Float32bits(g) != math.Float32bits(s) {
+			if g, s := tq2DotGo(row, q, bsum), kern.tern[typeTQ2].blockDot(row, q, bsum); math.Float32bits(g) != math.Float32bits(s) {
 				t.Fatalf("%s tq2Dot nb %d: %v, want %v", kern.name, nb, s, g)
 			}
 		}
@@ -173,13 +189,13 @@ func TestARM64Q8Dot(t *testing.T) {
 			w, x := make([]int8, n), make([]int8, n+3)
 			randQ(rng, w)
 			randQ(rng, x)
-			if g, s := q8DotGo(w, x[:n]), kern.q8Dot(w, x); g != s {
+			if g, s := q8DotGo(w, x[:n]), kern.q8.dot(w, x); g != s {
 				t.Fatalf("%s q8Dot n %d: %d, want %d", kern.name, n, s, g)
 			}
 			for i := range w { // −128·−128 everywhere: int16 products at their limit
 				w[i], x[i] = -128, -128
 			}
-			if g, s := q8DotGo(w, x[:n]), kern.q8Dot(w, x); g != s {
+			if g, s := q8DotGo(w, x[:n]), kern.q8.dot(w, x); g != s {
 				t.Fatalf("%s q8Dot all −128 n %d: %d, want %d", kern.name, n, s, g)
 			}
 		}
@@ -282,27 +298,32 @@ func TestARM64Attention(t *testing.T) {
 	checkAttention128(t, rand.New(rand.NewPCG(13, 14)), attnScoresARM64, attnMixARM64)
 }
 
-// TestARM64Dispatch: the package variables point at the kernels the CPU
-// and environment select.
+// TestARM64Dispatch: a model loads with the table the CPU and the
+// environment select.
 func TestARM64Dispatch(t *testing.T) {
+	set, err := newSettings(engine.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kern := set.kernels()
 	switch {
-	case pureGoEnv():
-		if kernelName != "go" || i2RowsScaled != nil || i2Dot4 != nil {
-			t.Fatalf("EDGECTL_PUREGO=1 but kernels %q (i2RowsScaled set: %v)", kernelName, i2RowsScaled != nil)
+	case set.pureGo:
+		if kern.name != "go" || kern.tern[typeI2].rows != nil || kern.tern[typeI2].dot4 != nil {
+			t.Fatalf("EDGECTL_PUREGO=1 but kernels %q (i2 rows set: %v)", kern.name, kern.tern[typeI2].rows != nil)
 		}
-	case hasSDOT:
-		if kernelName != "neon-dotprod" {
-			t.Fatalf("SDOT CPU runs %q", kernelName)
+	case cpu.ARM64.HasASIMDDP && !set.noDotProd:
+		if kern.name != "neon-dotprod" {
+			t.Fatalf("SDOT CPU runs %q", kern.name)
 		}
 	default:
-		if kernelName != "neon" || i2RowsScaled == nil {
-			t.Fatalf("kernels %q without SDOT", kernelName)
+		if kern.name != "neon" || kern.tern[typeI2].rows == nil {
+			t.Fatalf("kernels %q without SDOT", kern.name)
 		}
 	}
-	if !pureGoEnv() && (q8Rows == nil || q8Unsigned) {
-		t.Fatalf("kernels %q: the signed q8Rows head kernel is not selected", kernelName)
+	if !set.pureGo && (kern.q8.rows == nil || kern.q8.unsigned) {
+		t.Fatalf("kernels %q: the signed q8 rows head kernel is not selected", kern.name)
 	}
-	t.Logf("kernels %s (asimddp %v)", kernelName, cpu.ARM64.HasASIMDDP)
+	t.Logf("kernels %s (asimddp %v)", kern.name, cpu.ARM64.HasASIMDDP)
 }
 
 // TestARM64Encodings runs each WORD-encoded instruction once (neonProbe)
@@ -561,7 +582,7 @@ func TestARM64Q8Rows(t *testing.T) {
 					for i := range out {
 						out[i] = 12345 // must be overwritten
 					}
-					kern.q8Rows(w, k, x, out)
+					kern.q8.rows(w, k, x, out)
 					for r := range nr {
 						if want := q8DotGo(w[r*k:(r+1)*k], x[:k]); out[r] != want {
 							t.Fatalf("%s q8Rows k %d rows %d pass %d row %d: %d, want %d", kern.name, k, nr, pass, r, out[r], want)
@@ -666,9 +687,15 @@ func sameBits(a, b []float32) bool {
 }
 
 // TestARM64Q8Head: the int8 head through q8Linear.mul, as matmul runs it
-// (the package's q8Rows, 64-row chunks, a row range not starting at 0,
-// two tokens), against the portable expression.
+// (each table's q8 rows kernel, 64-row chunks, a row range not starting
+// at 0, two tokens), against the portable expression.
 func TestARM64Q8Head(t *testing.T) {
+	for _, kern := range arm64Variants(t) {
+		testARM64Q8Head(t, kern)
+	}
+}
+
+func testARM64Q8Head(t *testing.T, kern *kernels) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	for _, k := range []int{40, 2600} {
 		const rows, r0 = 75, 3
@@ -677,11 +704,7 @@ func TestARM64Q8Head(t *testing.T) {
 			raw[i] = byte(rng.IntN(256)) & 0xbf // finite halves
 		}
 		h := quantizeHead(&floatRows{raw: raw, dt: "F16", r: rows, c: k}, &arena{})
-		a := &acts{}
-		a.reset(2, k)
-		for i := range a.f {
-			a.f[i] = float32(rng.NormFloat64())
-		}
+		a := newActs(kern, rng, 2, k)
 		a.quantize()
 		out := make([]float32, 2*rows)
 		h.mul(out, rows, a, r0, rows)
@@ -689,7 +712,7 @@ func TestARM64Q8Head(t *testing.T) {
 			for r := r0; r < rows; r++ {
 				want := float32(q8DotGo(h.w[r*k:(r+1)*k], a.q[tk*k:(tk+1)*k])) * h.scale[r] * a.scale[tk]
 				if math.Float32bits(out[tk*rows+r]) != math.Float32bits(want) {
-					t.Fatalf("%s k %d token %d row %d: %v, want %v", kernelName, k, tk, r, out[tk*rows+r], want)
+					t.Fatalf("%s k %d token %d row %d: %v, want %v", kern.name, k, tk, r, out[tk*rows+r], want)
 				}
 			}
 		}

@@ -20,8 +20,12 @@ type linear interface {
 }
 
 // acts is a batch of n activation rows of width k, with their int8
-// quantization computed on demand.
+// quantization computed on demand, for one kernel table: kern quantizes
+// them, in the layouts its kernels read (permuted for the AVX-512 I2
+// kernels, unsigned for the VNNI head), and the products multiply them
+// with kern's kernels (the model's table: newState sets it).
 type acts struct {
+	kern  *kernels
 	n, k  int
 	f     []float32 // n*k
 	q     []int8    // n*k, valid when quantized
@@ -64,7 +68,8 @@ func (a *acts) quantize() {
 	a.total = grow(a.total, a.n)
 	// The I2 kernels' permuted copy is written along with q (full
 	// 256-blocks only; it is read only when k is a multiple of 256).
-	perm := i2Permuted && a.k%256 == 0
+	kern := a.kern
+	perm := kern.i2Permuted && a.k%256 == 0
 	if perm {
 		a.qp = grow(a.qp, a.n*a.k)
 	}
@@ -72,7 +77,7 @@ func (a *acts) quantize() {
 		x := a.f[t*a.k : (t+1)*a.k]
 		q := a.q[t*a.k : (t+1)*a.k]
 		bsum := a.bsum[t*nb : (t+1)*nb]
-		m := max(absMax(x), 1e-5)
+		m := max(kern.absMax(x), 1e-5)
 		a.scale[t] = m / 127
 		inv := 127 / m
 		full := a.k / 256
@@ -80,7 +85,7 @@ func (a *acts) quantize() {
 		if perm {
 			qp = a.qp[t*a.k : (t+1)*a.k]
 		}
-		quantBlocks(x[:full*256], inv, q[:full*256], qp, bsum[:full])
+		kern.quantBlocks(x[:full*256], inv, q[:full*256], qp, bsum[:full])
 		if full < nb {
 			quantBlocksGo(x[full*256:], inv, q[full*256:], nil, bsum[full:])
 		}
@@ -92,16 +97,6 @@ func (a *acts) quantize() {
 	}
 	a.quOK = false
 }
-
-// absMax is max|x|; quantBlocks writes q = round(x·inv) (ties away from
-// zero, clamped to ±127), the sum of each 256-wide block of q into bsum
-// (the last block may be short) and, when qp is not nil, q in permuteI2
-// order. Both are SIMD where available and
-// must match the portable versions exactly.
-var (
-	absMax      = absMaxGo
-	quantBlocks = quantBlocksGo
-)
 
 func absMaxGo(x []float32) float32 {
 	m := float32(0)
@@ -127,6 +122,17 @@ func quantBlocksGo(x []float32, inv float32, q, qp []int8, bsum []int32) {
 	}
 }
 
+// prepare computes the forms of a that w's product reads, before the
+// product is dispatched to the workers.
+func (a *acts) prepare(w linear) {
+	if w.int8() {
+		a.quantize()
+	}
+	if _, ok := w.(*q8Linear); ok && a.kern.q8.unsigned {
+		a.unsigned() // q+128, read by the VNNI head kernel
+	}
+}
+
 // unsigned fills qu (q+128) for the VNNI int8 head. It runs before a
 // product is dispatched, not in quantize, because only the head reads it.
 func (a *acts) unsigned() {
@@ -143,16 +149,13 @@ func (a *acts) unsigned() {
 
 // i2q is the activation view the I2 kernels read.
 func (a *acts) i2q() []int8 {
-	if i2Permuted {
+	if a.kern.i2Permuted {
 		return a.qp
 	}
 	return a.q
 }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
-
-// dotF32 is the float dot product; dispatched to SIMD where available.
-var dotF32 = dotF32Go
 
 func dotF32Go(a, b []float32) float32 {
 	b = b[:len(a)]

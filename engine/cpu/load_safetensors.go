@@ -11,6 +11,7 @@ import (
 	"github.com/edgectl/edgectl/engine/chat"
 	"github.com/edgectl/edgectl/engine/tokenizer"
 	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/format/safetensors"
 )
 
@@ -209,59 +210,55 @@ func (l stLoader) matrix(name string, rows, cols int) (*floatRows, error) {
 func (m *model) loadSTWeights(ck *safetensors.Checkpoint, cfg *hfconfig.Config) error {
 	a := &m.arch
 	l := stLoader{ck: ck, dir: ck.Dir}
-	prefix := "model."
-	if _, _, ok := ck.Lookup("model.embed_tokens.weight"); !ok {
-		if _, _, ok := ck.Lookup("model.language_model.embed_tokens.weight"); ok {
-			prefix = "model.language_model."
-		}
+	lay, err := hflayout.DetectCheckpoint(ck)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ck.Dir, err)
 	}
-	var err error
-	embedName := prefix + "embed_tokens.weight"
-	if _, _, ok := ck.Lookup(embedName); !ok && cfg.Text().Tied() {
-		// Tied checkpoints saved by safetensors' shared-tensor dedup keep
-		// only one of the two names.
-		if _, _, ok := ck.Lookup("lm_head.weight"); ok {
-			embedName = "lm_head.weight"
-		}
+	tied := cfg.Text().Tied()
+	embedName, err := lay.StoredEmbedding(tied)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ck.Dir, err)
 	}
 	if m.w.embed, err = l.matrix(embedName, a.vocab, a.hidden); err != nil {
 		return err
 	}
-	if m.w.norm, err = l.vec(prefix+"norm.weight", a.hidden); err != nil {
+	if m.w.norm, err = l.vec(lay.Name(hflayout.FinalNorm), a.hidden); err != nil {
 		return err
 	}
-	if _, _, ok := ck.Lookup("lm_head.weight"); ok && !cfg.Text().Tied() {
-		if m.w.head, err = l.matrix("lm_head.weight", a.vocab, a.hidden); err != nil {
+	headName, err := lay.StoredHead(tied)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", ck.Dir, err)
+	case headName == "":
+		m.w.head = m.w.embed
+	default:
+		if m.w.head, err = l.matrix(headName, a.vocab, a.hidden); err != nil {
 			return err
 		}
-	} else if cfg.Text().Tied() {
-		m.w.head = m.w.embed
-	} else {
-		return fmt.Errorf("%s: lm_head.weight is missing and tie_word_embeddings is false", ck.Dir)
 	}
 	hd, qd, kvd := a.headDim, a.heads*a.headDim, a.kvHeads*a.headDim
 	m.w.layers = make([]layer, a.layers)
 	for i := range a.layers {
-		p := fmt.Sprintf("%slayers.%d.", prefix, i)
+		name := func(k hflayout.Kind) string { return lay.LayerName(i, k) }
 		L := &m.w.layers[i]
-		if L.attnNorm, err = l.vec(p+"input_layernorm.weight", a.hidden); err != nil {
+		if L.attnNorm, err = l.vec(name(hflayout.InputNorm), a.hidden); err != nil {
 			return err
 		}
-		if L.ffnNorm, err = l.vec(p+"post_attention_layernorm.weight", a.hidden); err != nil {
+		if L.ffnNorm, err = l.vec(name(hflayout.PostAttnNorm), a.hidden); err != nil {
 			return err
 		}
 		mats := []struct {
 			dst        *linear
-			name       string
+			kind       hflayout.Kind
 			rows, cols int
 		}{
-			{&L.q, "self_attn.q_proj", qd, a.hidden}, {&L.k, "self_attn.k_proj", kvd, a.hidden},
-			{&L.v, "self_attn.v_proj", kvd, a.hidden}, {&L.o, "self_attn.o_proj", a.hidden, qd},
-			{&L.gate, "mlp.gate_proj", a.ffn, a.hidden}, {&L.up, "mlp.up_proj", a.ffn, a.hidden},
-			{&L.down, "mlp.down_proj", a.hidden, a.ffn},
+			{&L.q, hflayout.Q, qd, a.hidden}, {&L.k, hflayout.K, kvd, a.hidden},
+			{&L.v, hflayout.V, kvd, a.hidden}, {&L.o, hflayout.O, a.hidden, qd},
+			{&L.gate, hflayout.Gate, a.ffn, a.hidden}, {&L.up, hflayout.Up, a.ffn, a.hidden},
+			{&L.down, hflayout.Down, a.hidden, a.ffn},
 		}
 		for _, mt := range mats {
-			fr, err := l.matrix(p+mt.name+".weight", mt.rows, mt.cols)
+			fr, err := l.matrix(name(mt.kind), mt.rows, mt.cols)
 			if err != nil {
 				return err
 			}
@@ -272,29 +269,29 @@ func (m *model) loadSTWeights(ck *safetensors.Checkpoint, cfg *hfconfig.Config) 
 			}
 		}
 		if a.bias {
-			if L.qBias, err = l.vec(p+"self_attn.q_proj.bias", qd); err != nil {
+			if L.qBias, err = l.vec(name(hflayout.QBias), qd); err != nil {
 				return err
 			}
-			if L.kBias, err = l.vec(p+"self_attn.k_proj.bias", kvd); err != nil {
+			if L.kBias, err = l.vec(name(hflayout.KBias), kvd); err != nil {
 				return err
 			}
-			if L.vBias, err = l.vec(p+"self_attn.v_proj.bias", kvd); err != nil {
+			if L.vBias, err = l.vec(name(hflayout.VBias), kvd); err != nil {
 				return err
 			}
 		}
 		if a.qkNorm {
-			if L.qNorm, err = l.vec(p+"self_attn.q_norm.weight", hd); err != nil {
+			if L.qNorm, err = l.vec(name(hflayout.QNorm), hd); err != nil {
 				return err
 			}
-			if L.kNorm, err = l.vec(p+"self_attn.k_norm.weight", hd); err != nil {
+			if L.kNorm, err = l.vec(name(hflayout.KNorm), hd); err != nil {
 				return err
 			}
 		}
 		if a.subNorm {
-			if L.attnSubNorm, err = l.vec(p+"self_attn.attn_sub_norm.weight", qd); err != nil {
+			if L.attnSubNorm, err = l.vec(name(hflayout.AttnSubNorm), qd); err != nil {
 				return err
 			}
-			if L.ffnSubNorm, err = l.vec(p+"mlp.ffn_sub_norm.weight", a.ffn); err != nil {
+			if L.ffnSubNorm, err = l.vec(name(hflayout.FFNSubNorm), a.ffn); err != nil {
 				return err
 			}
 		}

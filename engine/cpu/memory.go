@@ -2,20 +2,16 @@ package cpu
 
 import (
 	"sync"
-
-	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 // Weight placement. Packed weights and float matrices are copied out of the
-// file mapping into anonymous memory at load, unless EDGECTL_MMAP=1. The
+// file mapping into anonymous memory at load, unless settings.mmap. The
 // reason is measured, not assumed: on the VM class edgectl benchmarks on,
 // streaming reads of page-cache (mmapped file) pages ran at 1–3 GB/s while
 // anonymous memory ran at 20–33 GB/s, and decode speed is bounded by that
 // read rate. The copy costs the same resident memory the mapping would
 // (its own pages are released as soon as they are copied), so memory stays
 // proportional to the model, not to the file handling.
-var useMmap = envconfig.Mmap.Get()
 
 // maxUnmappedReserve is the largest KV cache reserved in Go memory where
 // an address-space reservation is not available: Go memory is committed
@@ -56,18 +52,12 @@ func (a *arena) Close() error {
 	return nil
 }
 
-// headQuant is the default LM head form (EDGECTL_HEAD; LoadOptions.Head
-// overrides it): "q8" an
-// int8 per-row copy, "float" the file's dtype, "" (default) q8 for models
-// whose layers are ternary — their activations are int8 already, and for
-// BitNet-2B the F16 tied head is 55% of the bytes a decode step reads —
-// and float otherwise.
-var headQuant = envconfig.Head.Get()
-
+// headQ8 says the LM head is held as an int8 per-row copy: head (see
+// settings) "q8" says yes, "float" (the file's dtype) no, and by default
+// models whose layers are ternary get it — their activations are int8
+// already, and for BitNet-2B the F16 tied head is 55% of the bytes a
+// decode step reads — and others keep the float head.
 func (m *model) headQ8(head string) bool {
-	if head == "" {
-		head = headQuant
-	}
 	switch head {
 	case "q8":
 		return true
@@ -81,10 +71,12 @@ func (m *model) headQ8(head string) bool {
 	return tern
 }
 
-// place moves every weight matrix of m into anonymous memory (see useMmap)
-// and repacks ternary ones for the SIMD kernels (see repack).
-func (m *model) place(opts engine.LoadOptions) {
-	m.mem = &arena{mmap: opts.Mmap || useMmap}
+// place moves every weight matrix of m into anonymous memory (unless
+// set.mmap) and repacks ternary ones for the SIMD kernels of m.kern (see
+// repack).
+func (m *model) place(set settings) {
+	m.mem = &arena{mmap: set.mmap}
+	i2x4 := m.kern.hasI2x4() && !set.plainI2
 	m.closers = append(m.closers, m.mem)
 	done := map[linear]linear{}
 	var put func(l linear) linear
@@ -104,8 +96,8 @@ func (m *model) place(opts engine.LoadOptions) {
 			}
 		case *ternLinear:
 			r := w
-			if !nativePacking {
-				r = repack(w, m.mem)
+			if !set.nativePacking {
+				r = repack(w, m.mem, i2x4)
 			}
 			if r != w {
 				if !w.owned {
@@ -121,7 +113,7 @@ func (m *model) place(opts engine.LoadOptions) {
 		done[l] = out
 		return out
 	}
-	if f, ok := m.w.head.(*floatRows); ok && m.headQ8(opts.Head) {
+	if f, ok := m.w.head.(*floatRows); ok && m.headQ8(set.head) {
 		q := quantizeHead(f, m.mem)
 		m.w.head = q
 		if m.w.embed == f {

@@ -73,20 +73,13 @@ func llama3Factors(freqs []float64, factor, low, high, orig float64) []float64 {
 	return out
 }
 
-func rmsnorm(dst, x, w []float32, eps float32) {
-	ss := sumSquares(x)
+// rmsnorm runs on one core between the parallel products, in two passes
+// (sumSquares, scaleMul) that k has SIMD versions of.
+func (k *kernels) rmsnorm(dst, x, w []float32, eps float32) {
+	ss := k.sumSquares(x)
 	inv := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
-	scaleMul(dst, x, w, inv)
+	k.scaleMul(dst, x, w, inv)
 }
-
-// sumSquares is Σ x² in float64 and scaleMul dst[i] = x[i]·inv·w[i]: the
-// two passes of rmsnorm, which runs on one core between the parallel
-// products. SIMD where available (the sum in another order: agreement to
-// rounding; scaleMul bit for bit).
-var (
-	sumSquares = sumSquaresGo
-	scaleMul   = scaleMulGo
-)
 
 func sumSquaresGo(x []float32) float64 {
 	// Four partial sums: the additions of one chain wait on each other.

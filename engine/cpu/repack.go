@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/edgectl/edgectl/format/half"
-	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
 // The "I2" layout: TQ2_0's bit order (byte 32j+m of a 256-weight block
@@ -16,23 +15,10 @@ import (
 // repacked into it: HALO_V2, base-3 and Sherry rows (per-row scales) and
 // TQ1_0/TQ2_0 rows whose blocks all share one d (as BitNet's per-tensor α
 // gives). Weights stay packed at 2 bits; none is expanded to a float.
-// EDGECTL_NATIVE_PACKING=1 keeps every matrix in its file layout.
-var nativePacking = envconfig.NativePacking.Get()
-
+// EDGECTL_NATIVE_PACKING=1 keeps every matrix in its file layout. (Every
+// I2 matrix has row scales: repack makes one only from rows with one
+// scale each.)
 const i2Block = 64
-
-// i2Dot returns Σ (c−1)·q over a row (total = Σq).
-var i2Dot = i2DotGo
-
-// i2RowsScaled, when set, computes the decode products of len(out)
-// consecutive I2 rows against one activation row in one call:
-// out[i] = float32(Σ code·q − total) · scale[i] · xs. (Every I2 matrix
-// has row scales: repack makes one only from rows with one scale each.)
-var i2RowsScaled func(rows []byte, q []int8, total int32, xs float32, scale, out []float32)
-
-// i2Permuted says the I2 kernels read acts.qp (permuteI2 order) instead of
-// acts.q.
-var i2Permuted bool
 
 // permuteI2 reorders each 256-activation block so that 64 contiguous bytes
 // n·64 … n·64+63 hold activations 32n … 32n+31 then 128+32n … 128+32n+31:
@@ -46,14 +32,6 @@ func permuteI2(dst, src []int8) {
 	}
 }
 
-// i2Dot4 is i2Dot for four activation rows k apart in q (nil: no SIMD
-// version; callers loop over i2Dot).
-var i2Dot4 func(row []byte, q []int8, k int, totals []int32, out *[4]int32)
-
-// i2Dot4x2, when set, is i2Dot4 for two plain I2 rows stride bytes apart
-// (out[0:4] the first row's, out[4:8] the second's); prefill prefers it.
-var i2Dot4x2 func(rows []byte, stride int, q []int8, k int, totals []int32, out *[8]int32)
-
 // The "I2x4" layout is I2 with each group of four rows interleaved block
 // by block: row 0's block 0, row 1's block 0, …, row 3's block 0, row 0's
 // block 1, … A kernel that multiplies four rows at once (sharing each
@@ -62,29 +40,9 @@ var i2Dot4x2 func(rows []byte, stride int, q []int8, k int, totals []int32, out 
 // follow far better: on the 2-core Zen 5 VM the chain of BitNet-2B decode
 // products went from 0.69 to 0.79 of the plain read rate, and decode from
 // ~48 to ~60 tok/s (docs/engine.md). Repack writes it, for matrices whose
-// rows are a multiple of four, where the three kernels below are set. Row
-// r starts at byte (r/4)·4·nb·64 + (r%4)·64; its blocks lie 256 bytes
-// apart.
-var (
-	// i2x4RowsScaled is i2RowsScaled over len(out) rows (a multiple of
-	// four) of I2x4 groups.
-	i2x4RowsScaled func(groups []byte, q []int8, total int32, xs float32, scale, out []float32)
-	// i2x4Dot and i2x4Dot4 are i2Dot and i2Dot4 for one I2x4 row, row
-	// starting at its first block.
-	i2x4Dot  func(row []byte, q []int8, total int32) int32
-	i2x4Dot4 func(row []byte, q []int8, k int, totals []int32, out *[4]int32)
-	// i2x4Dot4x4, when set, is i2x4Dot4 for a whole group of four rows
-	// (out[4r+t] for row r, token t); prefill prefers it.
-	i2x4Dot4x4 func(group []byte, q []int8, k int, totals []int32, out *[16]int32)
-)
-
-// i2Interleave says repack writes I2x4 (see above).
-func i2Interleave(rows int) bool {
-	return rows%4 == 0 && i2x4RowsScaled != nil && i2x4Dot != nil && i2x4Dot4 != nil && !plainI2
-}
-
-// plainI2 (EDGECTL_I2_PLAIN=1) keeps the I2 rows plain, to compare.
-var plainI2 = envconfig.I2Plain.Get()
+// rows are a multiple of four, where the kernel table has its kernels
+// (kernels.hasI2x4) and EDGECTL_I2_PLAIN is not set. Row r starts at byte
+// (r/4)·4·nb·64 + (r%4)·64; its blocks lie 256 bytes apart.
 
 // i2x4Offset is where row r's block 0 starts in an I2x4 matrix of nb
 // blocks per row.
@@ -100,6 +58,7 @@ func interleaveI2(dst []byte, r int, row []byte) {
 	}
 }
 
+// i2DotGo returns Σ (c−1)·q over an I2 row (total = Σq).
 func i2DotGo(row []byte, q []int8, total int32) int32 {
 	var s int32
 	for b := 0; b < len(q)/256; b++ {
@@ -209,8 +168,10 @@ func blockScales(kind string, row []byte, nb int) []float32 {
 }
 
 // repack returns l in the I2 layout when every row has one scale (else
-// TQ1_0 becomes TQ2_0, exactly, for its SIMD kernel), or l itself.
-func repack(l *ternLinear, mem *arena) *ternLinear {
+// TQ1_0 becomes TQ2_0, exactly, for its SIMD kernel), or l itself. With
+// i2x4 (the kernels exist and the settings allow it), a matrix whose rows
+// are a multiple of four becomes I2x4 instead of I2.
+func repack(l *ternLinear, mem *arena, i2x4 bool) *ternLinear {
 	if l.c%256 != 0 {
 		return l
 	}
@@ -254,7 +215,7 @@ func repack(l *ternLinear, mem *arena) *ternLinear {
 		return t
 	}
 	data := mem.alloc(l.r * nb * i2Block)
-	il := i2Interleave(l.r)
+	il := i2x4 && l.r%4 == 0
 	parallelRows(l.r, func(lo, hi int) {
 		w := make([]int8, l.c)
 		tmp := make([]byte, nb*i2Block)
@@ -295,19 +256,6 @@ type q8Linear struct {
 	r, c  int
 }
 
-// q8Unsigned says q8DotU runs on acts.qu (x+128 as unsigned bytes).
-var (
-	q8Unsigned bool
-	q8DotU     func(w []int8, xu []byte, x []int8, wsum int32) int32
-	// q8RowsU, when set, writes Σ_{i<k&^63} w·xu for len(out)
-	// consecutive k-wide rows of w (one call per chunk of rows: decode).
-	q8RowsU func(w []int8, k int, xu []byte, out []int32)
-	// q8Rows, when set (and q8Unsigned is not), writes Σ w·x over each of
-	// len(out) consecutive k-wide rows of w, signed by signed: the head's
-	// decode kernel where the dot product is signed (arm64 SDOT).
-	q8Rows func(w []int8, k int, x []int8, out []int32)
-)
-
 func (l *q8Linear) rows() int      { return l.r }
 func (l *q8Linear) cols() int      { return l.c }
 func (l *q8Linear) int8() bool     { return true }
@@ -315,12 +263,12 @@ func (l *q8Linear) size() int64    { return int64(len(l.w)) + 4*int64(len(l.scal
 func (l *q8Linear) format() string { return "Q8" }
 
 func (l *q8Linear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
-	k := l.c
-	if q8Unsigned && q8RowsU != nil && a.quOK {
+	k, q8 := l.c, &a.kern.q8
+	if q8.unsigned && q8.rowsU != nil && a.quOK {
 		l.mulRows(out, ldo, a, r0, r1)
 		return
 	}
-	if !q8Unsigned && q8Rows != nil {
+	if !q8.unsigned && q8.rows != nil {
 		l.mulRowsSigned(out, ldo, a, r0, r1)
 		return
 	}
@@ -328,10 +276,10 @@ func (l *q8Linear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 		w := l.w[r*k : (r+1)*k]
 		for t := range a.n {
 			var d int32
-			if q8Unsigned && a.quOK {
-				d = q8DotU(w, a.qu[t*k:(t+1)*k], a.q[t*k:(t+1)*k], l.wsum[r])
+			if q8.unsigned && a.quOK {
+				d = q8.dotU(w, a.qu[t*k:(t+1)*k], a.q[t*k:(t+1)*k], l.wsum[r])
 			} else {
-				d = q8Dot(w, a.q[t*k:(t+1)*k])
+				d = q8.dot(w, a.q[t*k:(t+1)*k])
 			}
 			out[t*ldo+r] = float32(d) * l.scale[r] * a.scale[t]
 		}
@@ -341,12 +289,13 @@ func (l *q8Linear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 // mulRows runs chunks of rows per kernel call for each token.
 func (l *q8Linear) mulRows(out []float32, ldo int, a *acts, r0, r1 int) {
 	k, k64 := l.c, l.c&^63
+	rowsU := a.kern.q8.rowsU
 	var sums [64]int32
 	for t := range a.n {
 		xu, x, xs := a.qu[t*k:(t+1)*k], a.q[t*k:(t+1)*k], a.scale[t]
 		for r := r0; r < r1; r += len(sums) {
 			n := min(len(sums), r1-r)
-			q8RowsU(l.w[r*k:(r+n)*k], k, xu, sums[:n])
+			rowsU(l.w[r*k:(r+n)*k], k, xu, sums[:n])
 			o := out[t*ldo+r : t*ldo+r+n]
 			for i := range o {
 				d := sums[i] - 128*l.wsum[r+i]
@@ -359,15 +308,15 @@ func (l *q8Linear) mulRows(out []float32, ldo int, a *acts, r0, r1 int) {
 	}
 }
 
-// mulRowsSigned is mulRows for a signed q8Rows kernel (no offset terms).
+// mulRowsSigned is mulRows for a signed rows kernel (no offset terms).
 func (l *q8Linear) mulRowsSigned(out []float32, ldo int, a *acts, r0, r1 int) {
-	k := l.c
+	k, rows := l.c, a.kern.q8.rows
 	var sums [64]int32
 	for t := range a.n {
 		x, xs := a.q[t*k:(t+1)*k], a.scale[t]
 		for r := r0; r < r1; r += len(sums) {
 			n := min(len(sums), r1-r)
-			q8Rows(l.w[r*k:(r+n)*k], k, x, sums[:n])
+			rows(l.w[r*k:(r+n)*k], k, x, sums[:n])
 			o := out[t*ldo+r : t*ldo+r+n]
 			for i := range o {
 				o[i] = float32(sums[i]) * l.scale[r+i] * xs
@@ -375,8 +324,6 @@ func (l *q8Linear) mulRowsSigned(out []float32, ldo int, a *acts, r0, r1 int) {
 		}
 	}
 }
-
-var q8Dot = q8DotGo
 
 func q8DotGo(w, x []int8) int32 {
 	var s int32

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"encoding/binary"
+	"slices"
 	"unsafe"
 
 	"github.com/edgectl/edgectl/format/half"
@@ -12,8 +13,9 @@ import (
 // 256-block for the block-scaled GGUF types), then one float multiply by
 // the weight scale and the activation scale. Nothing is expanded to floats.
 type ternLinear struct {
-	kind     string // TQ2_0, TQ1_0, sherry, halo2, tq1h
-	data     []byte // rows × rowBytes, usually an mmapped view
+	kind     string   // TQ2_0, TQ1_0, sherry, halo2, tq1h, I2, I2x4
+	typ      ternType // kind as the kernel table indexes it
+	data     []byte   // rows × rowBytes, usually an mmapped view
 	rowBytes int
 	r, c     int
 	// rowScale multiplies row r's integer dot (.h1b per-row scales); nil for
@@ -21,10 +23,6 @@ type ternLinear struct {
 	rowScale []float32
 	owned    bool   // data is already in anonymous memory (not a file view)
 	from     string // the file's packing when repacked at load
-	// blockDot returns Σ_b d_b·(Σ_i w_i q_i) for one row of a block-scaled
-	// type; intDot returns the exact Σ w_i q_i of a row-scaled type.
-	blockDot func(row []byte, q []int8, bsum []int32) float32
-	intDot   func(row []byte, q []int8, total int32) int32
 }
 
 func (l *ternLinear) rows() int   { return l.r }
@@ -38,14 +36,16 @@ func (l *ternLinear) format() string {
 	return l.kind
 }
 
+// mul runs the kernels of l's type in a's table.
 func (l *ternLinear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 	k, nb := a.k, (a.k+255)/256
+	tk := &a.kern.tern[l.typ]
 	switch {
-	case l.kind == "I2" && i2Dot4 != nil && a.n >= 4,
+	case l.kind == "I2" && tk.dot4 != nil && a.n >= 4,
 		l.kind == "I2x4" && a.n >= 4:
 		l.mulI2x4(out, ldo, a, r0, r1)
 		return
-	case l.kind == "I2" && i2RowsScaled != nil && l.rowScale != nil,
+	case l.kind == "I2" && tk.rows != nil && l.rowScale != nil,
 		l.kind == "I2x4" && l.rowScale != nil && r0%4 == 0 && r1%4 == 0:
 		l.mulI2Rows(out, ldo, a, r0, r1)
 		return
@@ -54,19 +54,15 @@ func (l *ternLinear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 	if l.kind == "I2" || l.kind == "I2x4" {
 		aq = a.i2q()
 	}
-	var buf []byte
-	if l.kind == "I2x4" {
-		buf = make([]byte, l.rowBytes)
-	}
 	for r := r0; r < r1; r++ {
-		row := l.plainRow(r, buf)
+		row := l.row(r)
 		for t := range a.n {
 			q := aq[t*k : (t+1)*k]
 			var v float32
-			if l.blockDot != nil {
-				v = l.blockDot(row, q, a.bsum[t*nb:(t+1)*nb])
+			if tk.blockDot != nil {
+				v = tk.blockDot(row, q, a.bsum[t*nb:(t+1)*nb])
 			} else {
-				v = float32(l.intDot(row, q, a.total[t])) * l.rowScale[r]
+				v = float32(tk.dot(row, q, a.total[t])) * l.rowScale[r]
 			}
 			out[t*ldo+r] = v * a.scale[t]
 		}
@@ -76,9 +72,6 @@ func (l *ternLinear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 // TQ2_0: 256-weight blocks of qs[64] then fp16 d. Byte qs[32j+m] holds, at
 // bits 2n, the code (w+1) of weight 128j + 32n + m.
 const tq2Block = 66
-
-// tq2Dot is the TQ2_0 row kernel; replaced by SIMD code where available.
-var tq2Dot = tq2DotGo
 
 func tq2DotGo(row []byte, q []int8, bsum []int32) float32 {
 	var acc float32
@@ -100,7 +93,7 @@ func tq2DotGo(row []byte, q []int8, bsum []int32) float32 {
 	return acc
 }
 
-// tq2DotFromBlockSums builds a tq2Dot from a SIMD kernel that writes the
+// tq2DotFromBlockSums builds a TQ2_0 blockDot from a SIMD kernel that writes the
 // exact integer sum Σ code·q of each of nb blocks; the sums are combined
 // with the block scales in the portable kernel's order, so the result is
 // bit for bit tq2DotGo's.
@@ -260,6 +253,24 @@ func sherryDot(row []byte, q []int8, _ int32) int32 {
 	return s
 }
 
+// ternType indexes the ternary packings in a kernel table (kernels.tern),
+// in ternKinds order.
+type ternType uint8
+
+const (
+	typeTQ2 ternType = iota
+	typeTQ1
+	typeHALO2
+	typeTQ1H
+	typeSherry
+	typeI2
+	typeI2x4
+	numTernTypes
+)
+
+// ternKinds are the packings' names (ternLinear.kind), by ternType.
+var ternKinds = [numTernTypes]string{"TQ2_0", "TQ1_0", "halo2", "tq1h", "sherry", "I2", "I2x4"}
+
 // rowBytesFor is the packed size of one K-wide row.
 func rowBytesFor(kind string, k int) int {
 	switch kind {
@@ -279,22 +290,10 @@ func rowBytesFor(kind string, k int) int {
 	return 0
 }
 
-// plainRow is row r in its kind's per-row form: a view of data, or for
-// I2x4 the row gathered into buf (rowBytes long) as plain I2.
-func (l *ternLinear) plainRow(r int, buf []byte) []byte {
-	if l.kind != "I2x4" {
-		return l.data[r*l.rowBytes : (r+1)*l.rowBytes]
-	}
-	nb := l.rowBytes / i2Block
-	off := i2x4Offset(r, nb)
-	for b := range nb {
-		copy(buf[b*i2Block:(b+1)*i2Block], l.data[off+b*4*i2Block:])
-	}
-	return buf
-}
-
-// i2Row is where an I2 or I2x4 row starts, as the row kernels read it.
-func (l *ternLinear) i2Row(r int) []byte {
+// row is where row r starts, as its type's row kernels read it: for I2x4
+// from its first block to the end of its group of four (its blocks lie
+// 4·64 bytes apart).
+func (l *ternLinear) row(r int) []byte {
 	if l.kind == "I2x4" {
 		return l.data[i2x4Offset(r, l.rowBytes/i2Block) : (r/4+1)*4*l.rowBytes]
 	}
@@ -302,35 +301,26 @@ func (l *ternLinear) i2Row(r int) []byte {
 }
 
 // newTernary wraps packed rows; scales is per-row for the .h1b kinds.
+// kind is one of ternKinds (the loaders' and repack's own constants).
 func newTernary(kind string, data []byte, rows, k int, scales []float32) *ternLinear {
-	l := &ternLinear{kind: kind, data: data, rowBytes: rowBytesFor(kind, k), r: rows, c: k, rowScale: scales}
-	switch kind {
-	case "TQ2_0":
-		l.blockDot = func(row []byte, q []int8, bsum []int32) float32 { return tq2Dot(row, q, bsum) }
-	case "TQ1_0":
-		l.blockDot = tq1Dot
-	case "halo2":
-		l.intDot = halo2Dot
-	case "tq1h":
-		l.intDot = base3Dot
-	case "sherry":
-		l.intDot = sherryDot
-	case "I2", "I2x4": // I2x4 rows reach intDot as plain I2 (plainRow)
-		l.intDot = func(row []byte, q []int8, total int32) int32 { return i2Dot(row, q, total) }
+	typ := ternType(slices.Index(ternKinds[:], kind))
+	if typ >= numTernTypes {
+		panic("cpu: newTernary: unknown ternary packing " + kind)
 	}
-	return l
+	return &ternLinear{kind: kind, typ: typ, data: data, rowBytes: rowBytesFor(kind, k), r: rows, c: k, rowScale: scales}
 }
 
 // mulI2x4 is the prefill path of I2 and I2x4: four tokens per pass over
 // a row, or over two rows (I2) or a group of four (I2x4) where a kernel
 // for that is set.
 func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
+	tk := &a.kern.tern[l.typ]
 	switch {
-	case l.kind == "I2" && i2Dot4x2 != nil:
+	case l.kind == "I2" && tk.dot4x2 != nil:
 		e := r0 + (r1-r0)&^1
 		l.mulI2Tiles(out, ldo, a, r0, e)
 		r0 = e
-	case l.kind == "I2x4" && i2x4Dot4x4 != nil && (r0+3)&^3 < r1&^3:
+	case l.kind == "I2x4" && tk.dot4x4 != nil && (r0+3)&^3 < r1&^3:
 		g0, g1 := (r0+3)&^3, r1&^3
 		l.mulI2Each(out, ldo, a, r0, g0)
 		l.mulI2Tiles(out, ldo, a, g0, g1)
@@ -346,13 +336,14 @@ func (l *ternLinear) mulI2x4(out []float32, ldo int, a *acts, r0, r1 int) {
 const prefillTile = 32
 
 // mulI2Tiles is mulI2x4 over rows [r0, r1) with the kernels that take
-// several rows and four tokens per call: two plain I2 rows (i2Dot4x2; r1−r0
-// even) or one I2x4 group (i2x4Dot4x4; r0, r1 multiples of four).
+// several rows and four tokens per call: two plain I2 rows (dot4x2; r1−r0
+// even) or one I2x4 group (dot4x4; r0, r1 multiples of four).
 func (l *ternLinear) mulI2Tiles(out []float32, ldo int, a *acts, r0, r1 int) {
 	k, aq, rb := a.k, a.i2q(), l.rowBytes
-	unit, dot := 2, i2Dot
+	tk := &a.kern.tern[l.typ]
+	unit := 2
 	if l.kind == "I2x4" {
-		unit, dot = 4, i2x4Dot
+		unit = 4
 	}
 	var s [16]int32 // row u's sum for token t+j in s[4u+j]
 	for r := r0; r < r1; r += prefillTile {
@@ -361,9 +352,9 @@ func (l *ternLinear) mulI2Tiles(out []float32, ldo int, a *acts, r0, r1 int) {
 		for ; t+4 <= a.n; t += 4 {
 			for i := r; i < te; i += unit {
 				if unit == 2 {
-					i2Dot4x2(l.data[i*rb:(i+2)*rb], rb, aq[t*k:], k, a.total[t:t+4], (*[8]int32)(s[:8]))
+					tk.dot4x2(l.data[i*rb:(i+2)*rb], rb, aq[t*k:], k, a.total[t:t+4], (*[8]int32)(s[:8]))
 				} else {
-					i2x4Dot4x4(l.data[i*rb:(i+4)*rb], aq[t*k:], k, a.total[t:t+4], &s)
+					tk.dot4x4(l.data[i*rb:(i+4)*rb], aq[t*k:], k, a.total[t:t+4], &s)
 				}
 				for u := range unit {
 					sc := l.rowScale[i+u]
@@ -376,7 +367,7 @@ func (l *ternLinear) mulI2Tiles(out []float32, ldo int, a *acts, r0, r1 int) {
 		for ; t < a.n; t++ {
 			q := aq[t*k : (t+1)*k]
 			for i := r; i < te; i++ {
-				out[t*ldo+i] = float32(dot(l.i2Row(i), q, a.total[t])) * l.rowScale[i] * a.scale[t]
+				out[t*ldo+i] = float32(tk.dot(l.row(i), q, a.total[t])) * l.rowScale[i] * a.scale[t]
 			}
 		}
 	}
@@ -386,13 +377,11 @@ func (l *ternLinear) mulI2Tiles(out []float32, ldo int, a *acts, r0, r1 int) {
 func (l *ternLinear) mulI2Each(out []float32, ldo int, a *acts, r0, r1 int) {
 	k := a.k
 	aq := a.i2q()
-	dot, dot4 := i2Dot, i2Dot4
-	if l.kind == "I2x4" {
-		dot, dot4 = i2x4Dot, i2x4Dot4
-	}
+	tk := &a.kern.tern[l.typ]
+	dot, dot4 := tk.dot, tk.dot4
 	var sums [4]int32
 	for r := r0; r < r1; r++ {
-		row := l.i2Row(r)
+		row := l.row(r)
 		sc := l.rowScale[r]
 		t := 0
 		for ; t+4 <= a.n; t += 4 {
@@ -407,19 +396,14 @@ func (l *ternLinear) mulI2Each(out []float32, ldo int, a *acts, r0, r1 int) {
 	}
 }
 
-// mulI2Rows is the decode path of I2: batches of rows per kernel call.
+// mulI2Rows is the decode path of I2 and I2x4: batches of rows per kernel
+// call (for I2x4, r0 and r1 are multiples of four: mul checks).
 func (l *ternLinear) mulI2Rows(out []float32, ldo int, a *acts, r0, r1 int) {
 	k := a.k
 	aq := a.i2q()
-	if l.kind == "I2x4" { // rows r0, r1 are multiples of four (mul checks)
-		for t := range a.n {
-			i2x4RowsScaled(l.data[r0*l.rowBytes:r1*l.rowBytes], aq[t*k:(t+1)*k], a.total[t], a.scale[t],
-				l.rowScale[r0:r1], out[t*ldo+r0:t*ldo+r1])
-		}
-		return
-	}
+	rows := a.kern.tern[l.typ].rows
 	for t := range a.n {
-		i2RowsScaled(l.data[r0*l.rowBytes:r1*l.rowBytes], aq[t*k:(t+1)*k], a.total[t], a.scale[t],
+		rows(l.data[r0*l.rowBytes:r1*l.rowBytes], aq[t*k:(t+1)*k], a.total[t], a.scale[t],
 			l.rowScale[r0:r1], out[t*ldo+r0:t*ldo+r1])
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/edgectl/edgectl/serve/api"
+	"github.com/edgectl/edgectl/api"
 )
 
 // main_api_* (single_message) reads one {role, content} object and keeps

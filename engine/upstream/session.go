@@ -11,11 +11,10 @@ import (
 	"math"
 	"mime"
 	"net/http"
-	"strings"
 	"time"
 
+	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/serve/api"
 )
 
 // Error is a failure the upstream reported, with the HTTP status it should
@@ -232,7 +231,7 @@ func (st *streamState) chunk(b []byte) error {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return fmt.Errorf("upstream sent data that is not JSON: %.200q", b)
 	}
-	if msg, ok := api.UpstreamError(c.Error); ok {
+	if msg, ok := api.ErrorMessage(c.Error); ok {
 		return &Error{Status: statusOf(c.Error), Message: msg}
 	}
 	for _, ch := range c.Choices {
@@ -334,16 +333,7 @@ func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Se
 
 // errorText extracts a message from an error body in any shape.
 func errorText(b []byte, status string) string {
-	var c api.UpstreamChunk
-	if json.Unmarshal(b, &c) == nil {
-		if msg, ok := api.UpstreamError(c.Error); ok {
-			return msg
-		}
-	}
-	if s := strings.TrimSpace(string(b)); s != "" {
-		if len(s) > 300 {
-			s = s[:300] + "…"
-		}
+	if s := api.ErrorText(b); s != "" {
 		return s
 	}
 	return status

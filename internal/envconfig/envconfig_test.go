@@ -212,6 +212,17 @@ func TestHost(t *testing.T) {
 			t.Errorf("EDGECTL_HOST=%q: got %q, %v; want %q", in, got, err, want)
 		}
 	}
+	// Clients keep the scheme; serve only listens.
+	for in, want := range map[string]string{"box.lan": "http://box.lan:11434", "HTTPS://box.lan:8443/": "https://box.lan:8443", ":1": "http://127.0.0.1:1"} {
+		t.Setenv(Host.Name, in)
+		u, err := Host.URL()
+		if err != nil || u.String() != want {
+			t.Errorf("EDGECTL_HOST=%q: URL %v, %v; want %s", in, u, err, want)
+		}
+		if u, err := ParseHost(in); err != nil || u.String() != want {
+			t.Errorf("ParseHost(%q) = %v, %v; want %s", in, u, err, want)
+		}
+	}
 	for _, in := range []string{"host:port", "host:70000", "http://h/path", "user@h:1", "a b"} {
 		t.Setenv(Host.Name, in)
 		if got, err := Host.Get(); err == nil || !strings.Contains(err.Error(), "EDGECTL_HOST") {

@@ -3,6 +3,7 @@ package envconfig
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -12,11 +13,11 @@ import (
 // Ollama clients find edgectl without configuration.
 const DefaultPort = "11434"
 
-// serve. Precedence for each: a flag given on the command line, then the
-// --config file, then the variable, then the flag's default.
+// serve (and run --host). Precedence for each: a flag given on the command
+// line, then the --config file, then the variable, then the flag's default.
 var (
 	Host = HostVar{define("EDGECTL_HOST", "serve", "127.0.0.1:11434",
-		"serve's listen address, as --addr: HOST, HOST:PORT, :PORT or http://HOST:PORT; a missing host is 127.0.0.1, a missing port 11434 (as OLLAMA_HOST)")}
+		"serve's listen address, as --addr, and the server run --host (api.Client) talks to when set: HOST, HOST:PORT, :PORT or http(s)://HOST:PORT; a missing host is 127.0.0.1, a missing port 11434 (as OLLAMA_HOST)")}
 	Models = newList("EDGECTL_MODELS", "serve", string(os.PathListSeparator),
 		"serve's --models: model directories or files, separated by : as in PATH")
 	KeepAlive = newString("EDGECTL_KEEP_ALIVE", "serve", "5m",
@@ -26,14 +27,15 @@ var (
 	AllowedHosts = newList("EDGECTL_ALLOWED_HOSTS", "serve", ",",
 		"serve's --allowed-hosts: Host names accepted without an API key besides loopback ones, comma-separated")
 	APIKey = newString("EDGECTL_API_KEY", "serve", "",
-		"serve's --api-key: every route but /health requires Authorization: Bearer KEY")
+		"serve's --api-key: every route but /health requires Authorization: Bearer KEY; run --host sends it (as run --api-key)")
 )
 
 // prep.
 var CacheDir = newString("EDGECTL_CACHE_DIR", "prep", "the user cache dir's edgectl/prep",
 	"prep's step cache (as --cache-dir)")
 
-// cpu engine: tuning and comparison switches, read once at start.
+// cpu engine: tuning and comparison switches, read once per model load
+// (engine/cpu settings).
 var (
 	Mmap = newBool("EDGECTL_MMAP", "cpu engine",
 		"1: serve weights from the file mapping instead of anonymous copies (lane key mmap overrides)")
@@ -84,26 +86,50 @@ var Failpoint = newString("EDGECTL_FAILPOINT", "tests", "",
 // HostVar is EDGECTL_HOST.
 type HostVar struct{ Var }
 
-// Get returns the listen address as HOST:PORT, or "" when unset. It reads
-// the forms OLLAMA_HOST takes: an http:// or https:// scheme and a trailing
-// slash are dropped, a missing host is 127.0.0.1 and a missing port 11434.
+// Get returns the listen address as HOST:PORT, or "" when unset (see
+// ParseHost).
 func (h HostVar) Get() (string, error) {
+	u, err := h.URL()
+	if u == nil || err != nil {
+		return "", err
+	}
+	return u.Host, nil
+}
+
+// URL returns the address as a base URL for clients (http unless the
+// variable says https), or nil when unset (see ParseHost).
+func (h HostVar) URL() (*url.URL, error) {
 	s := h.Value()
 	if s == "" {
-		return "", nil
+		return nil, nil
 	}
+	u, err := ParseHost(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%w", h.Name, err)
+	}
+	return u, nil
+}
+
+// ParseHost reads an address in the forms OLLAMA_HOST takes: HOST,
+// HOST:PORT, :PORT, with an optional http:// or https:// scheme and a
+// trailing slash; a missing host is 127.0.0.1 and a missing port 11434.
+// It is the one parser of EDGECTL_HOST, serve's listen address and the
+// server address clients (run --host) are given. The URL has only Scheme
+// ("http" when none is given) and Host (HOST:PORT).
+func ParseHost(s string) (*url.URL, error) {
+	s = strings.TrimSpace(s)
 	bad := func(why string) error {
-		return fmt.Errorf("%s=%q: %s (want HOST, HOST:PORT, :PORT or http://HOST:PORT)", h.Name, s, why)
+		return fmt.Errorf("%q: %s (want HOST, HOST:PORT, :PORT or http://HOST:PORT)", s, why)
 	}
-	t := s
-	for _, scheme := range []string{"http://", "https://"} {
-		if len(t) >= len(scheme) && strings.EqualFold(t[:len(scheme)], scheme) {
-			t = t[len(scheme):]
+	t, scheme := s, "http"
+	for _, sc := range []string{"http", "https"} {
+		if p := sc + "://"; len(t) >= len(p) && strings.EqualFold(t[:len(p)], p) {
+			t, scheme = t[len(p):], sc
 		}
 	}
 	t = strings.TrimRight(t, "/")
 	if strings.ContainsAny(t, "/?#@ ") {
-		return "", bad("not a host and port")
+		return nil, bad("not a host and port")
 	}
 	host, port := t, DefaultPort
 	if hp, p, err := net.SplitHostPort(t); err == nil {
@@ -113,13 +139,13 @@ func (h HostVar) Get() (string, error) {
 	} else if strings.Count(t, ":") > 1 {
 		host = t // a bare IPv6 address
 	} else if strings.Contains(t, ":") {
-		return "", bad(err.Error())
+		return nil, bad(err.Error())
 	}
 	if host == "" {
 		host = "127.0.0.1"
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", bad("port must be a number from 0 to 65535")
+		return nil, bad("port must be a number from 0 to 65535")
 	}
-	return net.JoinHostPort(host, port), nil
+	return &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port)}, nil
 }

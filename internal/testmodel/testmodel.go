@@ -33,6 +33,11 @@ type Spec struct {
 	Omit       func(string) bool // drop tensors whose name matches
 	Config     map[string]any    // extra or overriding config.json keys
 	TiedNoHead bool              // tied embeddings, no lm_head.weight
+	// Prefix is the decoder's module prefix (default "model."), e.g.
+	// "model.language_model." for a multimodal wrapper's layout; Head is
+	// the LM head's name (default "lm_head.weight"). Weights are the same
+	// whatever the naming: values are seeded by the "model." name.
+	Prefix, Head string
 }
 
 func (s *Spec) defaults() {
@@ -63,6 +68,23 @@ func (s *Spec) defaults() {
 	if s.DType == "" {
 		s.DType = safetensors.BF16
 	}
+	if s.Prefix == "" {
+		s.Prefix = "model."
+	}
+	if s.Head == "" {
+		s.Head = "lm_head.weight"
+	}
+}
+
+// canonical is a tensor's name in the default naming, which seeds its values.
+func (s Spec) canonical(name string) string {
+	if name == s.Head {
+		return "lm_head.weight"
+	}
+	if rest, ok := strings.CutPrefix(name, s.Prefix); ok {
+		return "model." + rest
+	}
+	return name
 }
 
 // Tensor is a generated tensor's name and shape.
@@ -76,10 +98,10 @@ func (s Spec) Tensors() []Tensor {
 	s.defaults()
 	h, f, hd := int64(s.Hidden), int64(s.FFN), int64(s.HeadDim)
 	q, kv := int64(s.Heads)*hd, int64(s.KVHeads)*hd
-	out := []Tensor{{"model.embed_tokens.weight", []int64{int64(s.Vocab), h}}}
+	out := []Tensor{{s.Prefix + "embed_tokens.weight", []int64{int64(s.Vocab), h}}}
 	gemma := strings.HasPrefix(s.ModelType, "gemma")
 	for l := range s.Layers {
-		p := fmt.Sprintf("model.layers.%d.", l)
+		p := fmt.Sprintf("%slayers.%d.", s.Prefix, l)
 		add := func(n string, shape ...int64) { out = append(out, Tensor{p + n, shape}) }
 		add("input_layernorm.weight", h)
 		add("self_attn.q_proj.weight", q, h)
@@ -108,9 +130,9 @@ func (s Spec) Tensors() []Tensor {
 		add("mlp.up_proj.weight", f, h)
 		add("mlp.down_proj.weight", h, f)
 	}
-	out = append(out, Tensor{"model.norm.weight", []int64{h}})
+	out = append(out, Tensor{s.Prefix + "norm.weight", []int64{h}})
 	if !s.TiedNoHead && !gemma {
-		out = append(out, Tensor{"lm_head.weight", []int64{int64(s.Vocab), h}})
+		out = append(out, Tensor{s.Head, []int64{int64(s.Vocab), h}})
 	}
 	return out
 }
@@ -175,7 +197,7 @@ func Write(dir string, s Spec) error {
 		var srcs []safetensors.Source
 		for _, t := range g {
 			src := safetensors.Source{Name: t.Name, DType: s.DType, Shape: t.Shape}
-			src.WriteTo = safetensors.FromBytes(Values(t.Name, src))
+			src.WriteTo = safetensors.FromBytes(Values(s.canonical(t.Name), src))
 			srcs = append(srcs, src)
 			weightMap[t.Name] = name
 			total += src.Size()

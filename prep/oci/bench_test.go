@@ -2,6 +2,7 @@ package oci
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -15,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/edgectl/edgectl/prep"
+	"github.com/edgectl/edgectl/artifact"
 )
 
 // benchOut writes an artifact directory holding one weight-like file of
@@ -44,13 +45,13 @@ func benchOut(b *testing.B, dir string) (string, int64) {
 		f.Write(buf)
 	}
 	f.Close()
-	files, err := prep.HashTree(out)
+	files, err := artifact.HashTree(out)
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := &prep.Manifest{Schema: prep.ManifestSchema, EdgectlVersion: "bench", Target: "cpu", Key: "0123456789abcdef0123", Files: files, Options: map[string]any{}}
+	m := &artifact.Manifest{Schema: artifact.ManifestSchema, EdgectlVersion: "bench", Target: "cpu", Key: "0123456789abcdef0123", Files: files, Options: json.RawMessage(`{}`)}
 	raw, _ := m.Marshal()
-	os.WriteFile(filepath.Join(out, prep.ManifestName), raw, 0o644)
+	os.WriteFile(filepath.Join(out, artifact.ManifestName), raw, 0o644)
 	return out, int64(mb) << 20
 }
 

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/testmodel"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -359,7 +360,7 @@ func TestPullRejectsManifestNotMatchingLayers(t *testing.T) {
 	layers, _ := img.Layers()
 
 	// A manifest.json that claims another digest for config.json.
-	m, err := prep.ReadManifest(out)
+	m, err := artifact.ReadManifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,9 +371,9 @@ func TestPullRejectsManifestNotMatchingLayers(t *testing.T) {
 	}
 	lie := t.TempDir()
 	raw, _ := m.Marshal()
-	os.WriteFile(filepath.Join(lie, prep.ManifestName), raw, 0o644)
-	sum, size, _ := prep.HashFile(filepath.Join(lie, prep.ManifestName))
-	lieLayer, err := spoolLayer(lie, prep.ManifestName, t.TempDir())
+	os.WriteFile(filepath.Join(lie, artifact.ManifestName), raw, 0o644)
+	sum, size, _ := artifact.HashFile(filepath.Join(lie, artifact.ManifestName))
+	lieLayer, err := spoolLayer(lie, artifact.ManifestName, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,9 +381,9 @@ func TestPullRejectsManifestNotMatchingLayers(t *testing.T) {
 	var adds []mutate.Addendum
 	for i, l := range layers {
 		anns := mf.Layers[i].Annotations
-		if anns[AnnotationTitle] == prep.ManifestName {
+		if anns[AnnotationTitle] == artifact.ManifestName {
 			l = lieLayer
-			anns = map[string]string{AnnotationTitle: prep.ManifestName, AnnotationFileSHA256: sum, AnnotationFileSize: strconv.FormatInt(size, 10)}
+			anns = map[string]string{AnnotationTitle: artifact.ManifestName, AnnotationFileSHA256: sum, AnnotationFileSize: strconv.FormatInt(size, 10)}
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, Annotations: anns})
 	}

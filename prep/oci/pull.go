@@ -22,9 +22,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/cli"
-	"github.com/edgectl/edgectl/prep"
 )
 
 // PullResult says what a pull did.
@@ -96,7 +96,7 @@ func Pull(ctx context.Context, ref, dir string, o Options) (*PullResult, error) 
 			return res, nil
 		}
 		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
-			if _, err := prep.ReadManifest(dir); err != nil {
+			if _, err := artifact.ReadManifest(dir); err != nil {
 				return nil, fmt.Errorf("%s exists and is not a prep artifact (%v): choose another directory or remove it", dir, err)
 			}
 		}
@@ -112,7 +112,7 @@ func Pull(ctx context.Context, ref, dir string, o Options) (*PullResult, error) 
 		return nil, cli.Exitf(cli.ExitDiskFull, "no space left for %s: it needs %s (%d bytes) in %s, which has %s free; free space or pull into a larger disk (--local-dir)",
 			r, cli.Bytes(total), total, parent, cli.Bytes(free))
 	}
-	staging, err := prep.NewTempDir(parent, filepath.Base(filepath.Clean(dir)))
+	staging, err := artifact.NewTempDir(parent, filepath.Base(filepath.Clean(dir)))
 	if err != nil {
 		return nil, err
 	}
@@ -125,14 +125,14 @@ func Pull(ctx context.Context, ref, dir string, o Options) (*PullResult, error) 
 	if err := fetchAll(ctx, cancel, img, files, staging, total, r.String(), o); err != nil {
 		return nil, err
 	}
-	sum, _, err := prep.HashFile(filepath.Join(staging, prep.ManifestName))
+	sum, _, err := artifact.HashFile(filepath.Join(staging, artifact.ManifestName))
 	if err != nil {
-		return nil, fmt.Errorf("%s: the artifact has no %s: %v", r, prep.ManifestName, err)
+		return nil, fmt.Errorf("%s: the artifact has no %s: %v", r, artifact.ManifestName, err)
 	}
 	if sum != mf.Annotations[AnnotationManifestSHA256] {
 		return nil, tamperErr("%s: manifest.json has sha256 %s, the image manifest names %s", r, sum, mf.Annotations[AnnotationManifestSHA256])
 	}
-	m, err := prep.ReadManifest(staging)
+	m, err := artifact.ReadManifest(staging)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func Pull(ctx context.Context, ref, dir string, o Options) (*PullResult, error) 
 	if err := atomicfile.SyncDir(staging); err != nil {
 		return nil, err
 	}
-	if err := prep.SwapDir(staging, dir); err != nil {
+	if err := artifact.SwapDir(staging, dir); err != nil {
 		return nil, err
 	}
 	published = true
@@ -229,10 +229,10 @@ func fetchAll(ctx context.Context, cancel context.CancelFunc, img v1.Image, file
 
 // matchManifest checks that manifest.json lists exactly the files the
 // layers carried, with the same sizes and digests.
-func matchManifest(m *prep.Manifest, files []layerFile) error {
+func matchManifest(m *artifact.Manifest, files []layerFile) error {
 	got := map[string]layerFile{}
 	for _, f := range files {
-		if f.path != prep.ManifestName {
+		if f.path != artifact.ManifestName {
 			got[f.path] = f
 		}
 	}
@@ -266,7 +266,7 @@ func plan(mf *v1.Manifest) ([]layerFile, error) {
 	var files []layerFile
 	for i, l := range mf.Layers {
 		p := l.Annotations[AnnotationTitle]
-		if err := checkPath(p); err != nil {
+		if err := artifact.CheckPath(p); err != nil {
 			return nil, fmt.Errorf("layer %d (%s): path %q: %v", i, l.Digest, p, err)
 		}
 		if seen[p] {
@@ -280,22 +280,10 @@ func plan(mf *v1.Manifest) ([]layerFile, error) {
 		}
 		files = append(files, layerFile{desc: l, path: p, size: size, sha256: sum})
 	}
-	if !seen[prep.ManifestName] {
-		return nil, fmt.Errorf("no layer holds %s", prep.ManifestName)
+	if !seen[artifact.ManifestName] {
+		return nil, fmt.Errorf("no layer holds %s", artifact.ManifestName)
 	}
 	return files, nil
-}
-
-func checkPath(p string) error {
-	if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "\\") {
-		return errors.New("not a relative slash path")
-	}
-	for _, part := range strings.Split(p, "/") {
-		if part == "" || part == "." || part == ".." {
-			return errors.New("has an empty, . or .. element")
-		}
-	}
-	return nil
 }
 
 // fetchFile streams one layer into dir: compressed bytes are hashed as they
@@ -449,10 +437,10 @@ func (w writerFunc) Write(b []byte) (int, error) { return w(b) }
 // upToDate reports whether dir already holds the artifact whose
 // manifest.json has sha256 want, unmodified.
 func upToDate(dir, want string) bool {
-	sum, _, err := prep.HashFile(filepath.Join(dir, prep.ManifestName))
+	sum, _, err := artifact.HashFile(filepath.Join(dir, artifact.ManifestName))
 	if err != nil || sum != want {
 		return false
 	}
-	m, err := prep.ReadManifest(dir)
+	m, err := artifact.ReadManifest(dir)
 	return err == nil && m.Verify(dir) == nil
 }

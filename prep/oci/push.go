@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/atomicfile"
-	"github.com/edgectl/edgectl/prep"
 )
 
 // PushResult names what was pushed.
@@ -34,23 +34,23 @@ type PushResult struct {
 // must still match its manifest.json: an edited OUT/ is refused rather
 // than published under a manifest that no longer describes it. Spool is
 // where compressed layers are staged (it must outlive the image's use).
-func Build(dir, spool string) (v1.Image, *prep.Manifest, error) {
-	m, err := prep.ReadManifest(dir)
+func Build(dir, spool string) (v1.Image, *artifact.Manifest, error) {
+	m, err := artifact.ReadManifest(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s is not a prep artifact directory: %v", dir, err)
 	}
 	if err := m.Verify(dir); err != nil {
 		return nil, nil, fmt.Errorf("refusing to push: %v", err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, prep.ManifestName))
+	raw, err := os.ReadFile(filepath.Join(dir, artifact.ManifestName))
 	if err != nil {
 		return nil, nil, err
 	}
-	mfSum, mfSize, err := prep.HashFile(filepath.Join(dir, prep.ManifestName))
+	mfSum, mfSize, err := artifact.HashFile(filepath.Join(dir, artifact.ManifestName))
 	if err != nil {
 		return nil, nil, err
 	}
-	files := append(append([]prep.FileEntry(nil), m.Files...), prep.FileEntry{Path: prep.ManifestName, Size: mfSize, SHA256: mfSum})
+	files := append(append([]artifact.FileEntry(nil), m.Files...), artifact.FileEntry{Path: artifact.ManifestName, Size: mfSize, SHA256: mfSum})
 
 	// Files are compressed in parallel (each stream on one core, so the
 	// bytes do not depend on the machine); the layer order stays the file
@@ -124,7 +124,7 @@ func Push(ctx context.Context, dir, ref string, o Options) (*PushResult, error) 
 	// model), not in /tmp, which is often a small tmpfs.
 	abs, _ := filepath.Abs(dir)
 	atomicfile.CleanStale(filepath.Dir(abs)) // spools of killed pushes
-	spool, err := prep.NewTempDir(filepath.Dir(abs), filepath.Base(abs)+".push")
+	spool, err := artifact.NewTempDir(filepath.Dir(abs), filepath.Base(abs)+".push")
 	if err != nil {
 		if spool, err = os.MkdirTemp("", "edgectl-push-*"); err != nil {
 			return nil, err

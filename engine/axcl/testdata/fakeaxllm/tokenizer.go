@@ -7,18 +7,18 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/edgectl/edgectl/pulsar2"
+	"github.com/edgectl/edgectl/format/axllm"
 )
 
 // tokenizer is the fake's reading of the axllm tokenizer file, following
-// the facts in docs/pulsar2.md "Tokenizers" (ax-llm's vendored
+// the facts in docs/axllm.md "Tokenizers" (ax-llm's vendored
 // third_party/tokenizer.axera/src/tokenizer/tokenizer.cpp): type 0
 // SentencePiece merges the adjacent pair whose joined NORMAL piece scores
 // highest (ties: leftmost), with <0xXX> byte fallback for unknown pieces;
 // type 1 matches the longest known byte string. decode returns each piece's
 // text, as the vendor's does (a BYTE piece reads "<0x0A>").
 type tokenizer struct {
-	t      *pulsar2.TokenizerTxt
+	t      *axllm.TokenizerTxt
 	normal map[string]int // type 0 NORMAL pieces; type 1: every token
 	other  map[string]int // type 0 pieces of other types, looked up by text
 	maxLen int
@@ -40,7 +40,7 @@ func loadTokenizer(path string) (*tokenizer, error) {
 	if _, err := f.Seek(0, 0); err != nil {
 		return nil, err
 	}
-	t, err := pulsar2.ReadTokenizerTxt(f, path)
+	t, err := axllm.ReadTokenizerTxt(f, path)
 	if err != nil {
 		return nil, err
 	}

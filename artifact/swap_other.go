@@ -1,6 +1,6 @@
 //go:build !linux
 
-package prep
+package artifact
 
 import "errors"
 

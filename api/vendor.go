@@ -43,27 +43,6 @@ type LlamaTimings struct {
 	PredictedPerSecond float64 `json:"predicted_per_second"`
 }
 
-// UpstreamError reads an error value in any of the shapes upstreams send:
-// {"message","type","code"}, a bare string, or {"error":"…"} nesting.
-func UpstreamError(raw json.RawMessage) (msg string, ok bool) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, true
-	}
-	var o struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-		Code    any    `json:"code"`
-	}
-	if json.Unmarshal(raw, &o) == nil && o.Message != "" {
-		return o.Message, true
-	}
-	return string(raw), true
-}
-
 // UpstreamChatRequest is what the upstream lane sends. Messages is []ChatMessage,
 // or a single ChatMessage for main_api_* servers.
 type UpstreamChatRequest struct {

@@ -1,4 +1,4 @@
-package prep
+package artifact
 
 import "golang.org/x/sys/unix"
 

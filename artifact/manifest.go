@@ -1,36 +1,39 @@
-package prep
+// Package artifact is the one home of an artifact directory's record: the
+// manifest.json that lists every file with its size and sha256, the
+// hashing that fills it, and the whole-directory swap that publishes a
+// finished directory. prep writes artifacts with it; prep/oci pushes and
+// pulls them with it, without depending on the pipeline that made them.
+package artifact
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
-// ManifestName is the file prep writes at the root of OUT/.
+// ManifestName is the file at the root of an artifact directory.
 const ManifestName = "manifest.json"
 
 // ManifestSchema names the manifest's layout; a reader refuses others.
 const ManifestSchema = "edgectl.prep.manifest/v1"
 
-// Manifest describes an OUT/ directory: what it was built from, how, and
-// every file's digest. It holds no timestamps, host names or absolute
+// Manifest describes an artifact directory: what it was built from, how,
+// and every file's digest. It holds no timestamps, host names or absolute
 // paths, so identical inputs and options give identical bytes.
 type Manifest struct {
-	Schema         string         `json:"schema"`
-	EdgectlVersion string         `json:"edgectl_version"`
-	Target         string         `json:"target"`
-	Source         Source         `json:"source"`
-	Options        map[string]any `json:"options"`
-	// Key is the cache key of the whole pipeline: equal keys mean equal OUT/.
+	Schema         string `json:"schema"`
+	EdgectlVersion string `json:"edgectl_version"`
+	Target         string `json:"target"`
+	Source         Source `json:"source"`
+	// Options are the run's options as the pipeline encoded them
+	// (canonical JSON of its options struct): recorded, never interpreted
+	// here.
+	Options json.RawMessage `json:"options"`
+	// Key is the cache key of the whole pipeline: equal keys mean equal files.
 	Key   string       `json:"key"`
 	Steps []StepRecord `json:"steps"`
 	Files []FileEntry  `json:"files"`
@@ -47,12 +50,14 @@ type Source struct {
 	TreeSHA256 string `json:"tree_sha256,omitempty"`
 }
 
-// StepRecord is one step as the manifest keeps it.
+// StepRecord is one pipeline step as the manifest keeps it.
 type StepRecord struct {
-	Name     string         `json:"name"`
-	Key      string         `json:"key"`
-	Options  map[string]any `json:"options,omitempty"`
-	Findings []Finding      `json:"findings"`
+	Name string `json:"name"`
+	Key  string `json:"key"`
+	// Options are exactly the bytes the step's cache key hashed: the
+	// canonical JSON of its options struct.
+	Options  json.RawMessage `json:"options,omitempty"`
+	Findings []Finding       `json:"findings"`
 }
 
 // Finding is something a step noticed or changed: a doctor verdict, a
@@ -65,15 +70,16 @@ type Finding struct {
 	Fix      string `json:"fix,omitempty"`
 }
 
-// FileEntry is one file of OUT/ (manifest.json itself excluded).
+// FileEntry is one file of the directory (manifest.json itself excluded).
 type FileEntry struct {
-	Path   string `json:"path"` // slash-separated, relative to OUT/
+	Path   string `json:"path"` // slash-separated, relative to the directory
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
 }
 
-// Marshal encodes m canonically: fixed field order, sorted map keys,
-// two-space indent, trailing newline.
+// Marshal encodes m canonically: fixed field order, raw options
+// re-indented (their key order is the writer's), two-space indent,
+// trailing newline.
 func (m *Manifest) Marshal() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -106,7 +112,7 @@ func ParseManifest(b []byte, where string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s: schema %q, want %q: written by another tool or edgectl version", where, m.Schema, ManifestSchema)
 	}
 	for _, f := range m.Files {
-		if err := checkRelPath(f.Path); err != nil {
+		if err := CheckPath(f.Path); err != nil {
 			return nil, fmt.Errorf("%s: file %q: %v", where, f.Path, err)
 		}
 		if len(f.SHA256) != 64 {
@@ -116,101 +122,25 @@ func ParseManifest(b []byte, where string) (*Manifest, error) {
 	return &m, nil
 }
 
-// checkRelPath refuses paths that would escape the artifact directory.
-func checkRelPath(p string) error {
+// CheckPath refuses a file path, as a manifest or a registry names it,
+// that would land outside the artifact directory: it must be relative,
+// slash-separated, without empty, . or .. elements.
+func CheckPath(p string) error {
 	if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "\\") {
 		return errors.New("not a relative slash path")
 	}
 	for _, part := range strings.Split(p, "/") {
 		if part == "" || part == "." || part == ".." {
-			return errors.New("path has an empty, . or .. element")
+			return errors.New("has an empty, . or .. element")
 		}
 	}
 	return nil
 }
 
-// HashFile returns the sha256 (hex) and size of the file at path.
-func HashFile(path string) (string, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, fmt.Errorf("read %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
-}
-
-// listFiles returns every regular file under dir (following a symlinked
-// file, as the Hub cache's snapshots are), as sorted slash paths.
-func listFiles(dir string) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.Type()&fs.ModeSymlink != 0 {
-			st, err := os.Stat(path)
-			if err != nil {
-				return fmt.Errorf("%s: broken symlink: %w", path, err)
-			}
-			if st.IsDir() {
-				return fmt.Errorf("%s: symlink to a directory is not supported", path)
-			}
-			if !st.Mode().IsRegular() {
-				return nil // a FIFO or device would block or never end: not model data
-			}
-		} else if !d.Type().IsRegular() {
-			return nil
-		}
-		out = append(out, filepath.ToSlash(rel))
-		return nil
-	})
-	sort.Strings(out)
-	return out, err
-}
-
-// HashTree lists dir's files with their sizes and digests, skipping the
-// names in skip (top-level only).
-func HashTree(dir string, skip ...string) ([]FileEntry, error) {
-	names, err := listFiles(dir)
-	if err != nil {
-		return nil, err
-	}
-	files := make([]FileEntry, 0, len(names))
-	for _, n := range names {
-		if contains(skip, n) {
-			continue
-		}
-		sum, size, err := HashFile(filepath.Join(dir, filepath.FromSlash(n)))
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, FileEntry{Path: n, Size: size, SHA256: sum})
-	}
-	return files, nil
-}
-
-// TreeDigest is one sha256 over a file list: paths, sizes and digests.
-func TreeDigest(files []FileEntry) string {
-	h := sha256.New()
-	for _, f := range files {
-		fmt.Fprintf(h, "%s\x00%d\x00%s\n", f.Path, f.Size, f.SHA256)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // Verify checks that dir holds exactly the manifest's files with their
 // sizes and digests (manifest.json itself aside).
 func (m *Manifest) Verify(dir string) error {
-	names, err := listFiles(dir)
+	names, err := ListFiles(dir)
 	if err != nil {
 		return err
 	}
@@ -231,13 +161,4 @@ func (m *Manifest) Verify(dir string) error {
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

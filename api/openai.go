@@ -1,6 +1,8 @@
-// Package api holds every wire type edgectl serve speaks or reads: the
-// OpenAI chat/completions surface, Ollama's native API, the telemetry block,
-// and the vendor extensions the upstream lane normalizes. Request types are
+// Package api holds every wire type edgectl speaks or reads over HTTP: the
+// OpenAI chat/completions surface, Ollama's native API, the telemetry block
+// and health answer, and the vendor extensions the upstream lane
+// normalizes; serve answers with them, engine/upstream reads them, and
+// Client (client.go) talks to a running server with them. Request types are
 // lenient the way official servers are (unknown keys ignored, null where a
 // field is optional) but strict about types: a string where a number
 // belongs is a 400, never a silent default.
