@@ -16,7 +16,7 @@ import (
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/format/tokjson"
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/pulsar2"
 )
 
@@ -61,16 +61,18 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 }
 
-// ExitCode maps the verdict to doctor's exit code: 0 pass, 3 only fixable
-// findings, 4 blocking findings.
-func (r *Report) ExitCode() int {
+// Err is the verdict as an error: nil for pass, an errkind.Fixable error
+// when only fixable findings stand, errkind.Blocked when one blocks. The
+// command layer exits with the kind's code (3 or 4); the report itself is
+// the explanation, so the message only names the verdict.
+func (r *Report) Err() error {
 	switch r.Verdict {
 	case "blocked":
-		return cli.ExitBlocked
+		return errkind.Errorf(errkind.Blocked, "%s: blocked for %s", r.Path, r.Target)
 	case "fixable":
-		return cli.ExitFixable
+		return errkind.Errorf(errkind.Fixable, "%s: fixable findings for %s", r.Path, r.Target)
 	}
-	return cli.ExitOK
+	return nil
 }
 
 // Options for Check.
@@ -93,7 +95,7 @@ func Check(dir string, opts Options) (*Report, error) {
 	// Target names come from pulsar2's chip table; doctor's checks are
 	// about the AX650 NPU (AX650N/AX650A, AX8850 boards, AX-M1 cards).
 	if !pulsar2.IsAX650(opts.Target) {
-		return nil, cli.Usagef("unknown --target %q: doctor checks for the AX650 NPU: %s", opts.Target, targetNames)
+		return nil, errkind.Errorf(errkind.Usage, "unknown --target %q: doctor checks for the AX650 NPU: %s", opts.Target, targetNames)
 	}
 	t := "ax650"
 	st, err := os.Stat(dir)

@@ -14,6 +14,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/edgectl/edgectl/format/chattemplate"
 )
 
 // Engine loads models of the formats it understands.
@@ -24,6 +26,29 @@ type Engine interface {
 	// compiled model directory). It returns ErrUnsupported when this engine
 	// cannot run that path.
 	Load(ctx context.Context, path string, opts LoadOptions) (Model, error)
+}
+
+// Prober is implemented by engines that can tell, from a model's files and
+// without loading it, whether they run it. serve's registry asks the
+// engines it was given instead of knowing formats itself, so a new engine
+// brings its models to /api/tags by implementing it.
+type Prober interface {
+	// Probe reports what the model at path (a file or directory) is, and
+	// ok false when this engine does not run it. It reads names, sizes and
+	// small config files, never weights: the registry probes every entry
+	// of every models directory on each rescan.
+	Probe(path string) (f Found, ok bool)
+}
+
+// Found is what an engine says about a model before loading it: what
+// /api/tags lists until the model is loaded and reports ModelInfo.
+type Found struct {
+	Format        string // as ModelInfo.Format: safetensors, gguf, h1b, axmodel, …
+	Size          int64  // bytes the model will hold while loaded (an estimate)
+	Arch          string // as ModelInfo.Architecture; "" when the files were not read for it
+	ContextLength int    // the model's own context limit; 0 when unknown
+	Family        string // the model family (config.json's model_type); "" when unknown
+	Quantization  string // as ModelInfo.Quantization (F32, BF16, …); "" when unknown
 }
 
 // LoadOptions tune how a model is loaded.
@@ -89,11 +114,9 @@ type ModelInfo struct {
 	EOSTokenIDs   []int  `json:"eos_token_ids,omitempty"`
 }
 
-// Message is one chat turn.
-type Message struct {
-	Role    string `json:"role"` // system, user, assistant, tool
-	Content string `json:"content"`
-}
+// Message is one chat turn. It is the chat template's own message type,
+// so a conversation goes to the template as is.
+type Message = chattemplate.Message
 
 // Request is what to generate. Exactly one of Messages or Prompt is used:
 // Messages go through the model's chat template; Prompt is tokenized as is

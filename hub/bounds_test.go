@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/hub/hubtest"
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 // hostileRepo is a repository with one 1000-byte file, LFS (served by the
@@ -66,9 +67,9 @@ func TestOversizedBodyStopsAtAnnouncedSize(t *testing.T) {
 
 			start := time.Now()
 			_, err := c.Snapshot(t.Context(), "acme/small", "main", SnapshotOptions{})
-			if cli.CodeOf(err) != cli.ExitChecksum || !strings.Contains(err.Error(), "more than the 1000 bytes the Hub announced") ||
+			if errkind.Of(err) != errkind.Checksum || !strings.Contains(err.Error(), "more than the 1000 bytes the Hub announced") ||
 				!strings.Contains(err.Error(), file) {
-				t.Fatalf("err = %v (exit %d), want a size mismatch naming %s, exit %d", err, cli.CodeOf(err), file, cli.ExitChecksum)
+				t.Fatalf("err = %v (kind %v), want a size mismatch naming %s, kind %v", err, errkind.Of(err), file, errkind.Checksum)
 			}
 			if d := time.Since(start); d > 20*time.Second {
 				t.Errorf("took %v: the body was not cut off", d)
@@ -92,8 +93,8 @@ func TestLyingContentLengthIsRefused(t *testing.T) {
 		srv.SetFaults(file, hubtest.Faults{ContentLength: 300 << 20})
 		c, _ := newTestClient(t, srv, "")
 		_, err := c.Snapshot(t.Context(), "acme/small", "main", SnapshotOptions{})
-		if cli.CodeOf(err) != cli.ExitChecksum || !strings.Contains(err.Error(), "announced 314572800 bytes (Content-Length) from byte 0 of a file the Hub listed at 1000 bytes") {
-			t.Errorf("lfs=%v: err = %v (exit %d)", lfs, err, cli.CodeOf(err))
+		if errkind.Of(err) != errkind.Checksum || !strings.Contains(err.Error(), "announced 314572800 bytes (Content-Length) from byte 0 of a file the Hub listed at 1000 bytes") {
+			t.Errorf("lfs=%v: err = %v (kind %v)", lfs, err, errkind.Of(err))
 		}
 		assertNothingKept(t, c.cfg.CacheDir)
 		srv.Close()
@@ -137,7 +138,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 // crosses the limit lands past it (+0), and a body that ends exactly at the
 // limit is complete.
 func TestCopyBodyWritesNothingPastTheLimit(t *testing.T) {
-	s := &session{emit: func(Event) {}}
+	s := &session{emit: func(progress.Event) {}}
 	for _, tc := range []struct {
 		body   int
 		chunks []int
@@ -187,8 +188,8 @@ func TestFreeSpaceCheckedBeforeDownload(t *testing.T) {
 	_, err := c.Snapshot(t.Context(), "acme/tiny-llama", "main", SnapshotOptions{Include: []string{"model.safetensors"}})
 	blobs := filepath.Join(c.cfg.CacheDir, "models--acme--tiny-llama", "blobs")
 	want := fmt.Sprintf("it needs 3.0 MiB (%d bytes) more in %s, which has 1.0 MiB free", weightsSize, blobs)
-	if cli.CodeOf(err) != cli.ExitDiskFull || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "model.safetensors") {
-		t.Fatalf("err = %v (exit %d), want exit %d with %q", err, cli.CodeOf(err), cli.ExitDiskFull, want)
+	if errkind.Of(err) != errkind.DiskFull || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "model.safetensors") {
+		t.Fatalf("err = %v (kind %v), want kind %v with %q", err, errkind.Of(err), errkind.DiskFull, want)
 	}
 	if len(asked) == 0 || asked[0] != blobs {
 		t.Errorf("free space asked for %v, want %s", asked, blobs)
@@ -224,8 +225,8 @@ func TestFreeSpaceCountsParallelDownloads(t *testing.T) {
 			return size*3/2 - dirBytes(dir), true
 		}
 		_, err := c.Snapshot(t.Context(), "acme/two", "main", SnapshotOptions{Jobs: jobs})
-		if cli.CodeOf(err) != cli.ExitDiskFull {
-			t.Errorf("jobs %d: err = %v (exit %d), want disk full", jobs, err, cli.CodeOf(err))
+		if errkind.Of(err) != errkind.DiskFull {
+			t.Errorf("jobs %d: err = %v (kind %v), want disk full", jobs, err, errkind.Of(err))
 		}
 		srv.Close()
 	}

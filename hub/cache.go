@@ -41,7 +41,7 @@ var (
 func checkRepoID(repo string) error {
 	if !repoIDRe.MatchString(repo) || strings.Contains(repo, "--") || strings.Contains(repo, "..") ||
 		strings.HasSuffix(repo, ".git") {
-		return newErr(KindOther, nil, "%q is not a Hub model id: write it as ORG/NAME (letters, digits, '-', '_', '.'), e.g. Qwen/Qwen2.5-0.5B", repo)
+		return fmt.Errorf("%q is not a Hub model id: write it as ORG/NAME (letters, digits, '-', '_', '.'), e.g. Qwen/Qwen2.5-0.5B", repo)
 	}
 	return nil
 }
@@ -220,7 +220,7 @@ func (r repoCache) listSnapshot(commit string) ([]cachedFile, error) {
 func ParseRef(ref string) (repo, revision string, err error) {
 	repo, revision, hasAt := strings.Cut(ref, "@")
 	if strings.Contains(ref, "://") || (hasAt && revision == "") {
-		return "", "", newErr(KindOther, nil, "%q: give a Hub model as ORG/NAME[@REVISION], e.g. Qwen/Qwen2.5-0.5B@main", ref)
+		return "", "", fmt.Errorf("%q: give a Hub model as ORG/NAME[@REVISION], e.g. Qwen/Qwen2.5-0.5B@main", ref)
 	}
 	if err := checkRepoID(repo); err != nil {
 		return "", "", err

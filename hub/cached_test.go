@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/edgectl/edgectl/hub/hubtest"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 func TestCachedAnswersWithoutTheNetwork(t *testing.T) {
@@ -12,8 +13,8 @@ func TestCachedAnswersWithoutTheNetwork(t *testing.T) {
 	r := addTestRepo(t, srv, "acme/tiny")
 	c, _ := newTestClient(t, srv, "")
 
-	if _, err := c.Cached("acme/tiny", ""); KindOf(err) != KindOffline {
-		t.Fatalf("before any pull: %v (kind %v), want KindOffline", err, KindOf(err))
+	if _, err := c.Cached("acme/tiny", ""); errkind.Of(err) != errkind.Offline {
+		t.Fatalf("before any pull: %v (kind %v), want offline", err, errkind.Of(err))
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("Cached made %d requests before the pull", n)
@@ -32,7 +33,7 @@ func TestCachedAnswersWithoutTheNetwork(t *testing.T) {
 	if reqs := srv.Requests(); len(reqs) != 0 {
 		t.Errorf("Cached touched the network: %+v", reqs)
 	}
-	if _, err := c.Cached("acme/tiny", "v2"); KindOf(err) != KindOffline {
+	if _, err := c.Cached("acme/tiny", "v2"); errkind.Of(err) != errkind.Offline {
 		t.Errorf("uncached revision: %v", err)
 	}
 	for _, bad := range []string{"../x", "a--b/c"} {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/version"
 )
 
@@ -77,10 +78,10 @@ func NewClient(cfg Config) (*Client, error) {
 	cfg.Endpoint = strings.TrimRight(cfg.Endpoint, "/")
 	u, err := url.Parse(cfg.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, newErr(KindOther, err, "HF_ENDPOINT %q is not an http(s) URL: set it like https://huggingface.co", cfg.Endpoint)
+		return nil, fmt.Errorf("HF_ENDPOINT %q is not an http(s) URL: set it like https://huggingface.co", cfg.Endpoint)
 	}
 	if cfg.CacheDir == "" {
-		return nil, newErr(KindOther, nil, "no Hub cache directory: set HF_HUB_CACHE or HF_HOME")
+		return nil, fmt.Errorf("no Hub cache directory: set HF_HUB_CACHE or HF_HOME")
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 32
@@ -174,9 +175,9 @@ func (c *Client) withRetry(ctx context.Context, what string, onRetry func(attemp
 		failures++
 		if failures >= c.Retry.attempts() {
 			if t.unavailable {
-				return newErr(KindUnavailable, t.err, "%s: the Hub is busy or failing (%v) after %d tries: retry later", what, t.err, failures)
+				return errkind.Errorf(errkind.Busy, "%s: the Hub is busy or failing (%w) after %d tries: retry later", what, t.err, failures)
 			}
-			return newErr(KindNetwork, t.err, "%s: network failure after %d tries: %v (check the connection or HF_ENDPOINT)", what, failures, t.err)
+			return errkind.Errorf(errkind.Network, "%s: network failure after %d tries: %w (check the connection or HF_ENDPOINT)", what, failures, t.err)
 		}
 		d := c.Retry.delay(failures, t.retryAfter)
 		if onRetry != nil {
@@ -311,7 +312,6 @@ func (c *Client) statusError(resp *response, t target) error {
 		code = resp.hub.Get(headerErrorCode)
 	}
 	msg := resp.Header.Get(headerErrorMsg)
-	cause := fmt.Errorf("HTTP %d %s %s", resp.StatusCode, code, msg)
 	page := c.cfg.Endpoint + "/" + t.repo
 	tokenHint := "set HF_TOKEN (or --token) to a token that can read it"
 	if c.cfg.Token != "" {
@@ -321,25 +321,25 @@ func (c *Client) statusError(resp *response, t target) error {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout ||
 		resp.StatusCode == http.StatusInternalServerError || resp.StatusCode == http.StatusBadGateway ||
 		resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout:
-		return &transient{err: cause, retryAfter: retryAfter(resp.Header), unavailable: true}
+		return &transient{err: fmt.Errorf("HTTP %d %s %s", resp.StatusCode, code, msg), retryAfter: retryAfter(resp.Header), unavailable: true}
 	case code == errGatedRepo && resp.StatusCode == http.StatusForbidden:
-		return newErr(KindAuth, cause, "%s is gated and your token has not been granted access: accept the licence at %s (logged in as the token's owner)", t.repo, page)
+		return errkind.Errorf(errkind.Auth, "%s is gated and your token has not been granted access: accept the licence at %s (logged in as the token's owner)", t.repo, page)
 	case code == errGatedRepo:
-		return newErr(KindAuth, cause, "%s is gated: accept its licence at %s and set HF_TOKEN (or --token)", t.repo, page)
+		return errkind.Errorf(errkind.Auth, "%s is gated: accept its licence at %s and set HF_TOKEN (or --token)", t.repo, page)
 	case code == errRevNotFound:
-		return newErr(KindNotFound, cause, "revision %q not found in %s: use an existing branch, tag or commit", t.revision, t.repo)
+		return errkind.Errorf(errkind.NotFound, "revision %q not found in %s: use an existing branch, tag or commit", t.revision, t.repo)
 	case code == errEntryNotFound:
-		return newErr(KindNotFound, cause, "file %q not found in %s@%s", t.file, t.repo, t.revision)
+		return errkind.Errorf(errkind.NotFound, "file %q not found in %s@%s", t.file, t.repo, t.revision)
 	case code == errRepoNotFound || resp.StatusCode == http.StatusNotFound:
-		return newErr(KindNotFound, cause, "repository %s not found at %s (or it is private): check the name, or %s", t.repo, c.cfg.Endpoint, tokenHint)
+		return errkind.Errorf(errkind.NotFound, "repository %s not found at %s (or it is private): check the name, or %s", t.repo, c.cfg.Endpoint, tokenHint)
 	case code == errDisabledRepo:
-		return newErr(KindNotFound, cause, "repository %s has been disabled by its owner or the Hub", t.repo)
+		return errkind.Errorf(errkind.NotFound, "repository %s has been disabled by its owner or the Hub", t.repo)
 	case resp.StatusCode == http.StatusUnauthorized:
-		return newErr(KindAuth, cause, "%s needs authentication (private or gated): %s", t, tokenHint)
+		return errkind.Errorf(errkind.Auth, "%s needs authentication (private or gated): %s", t, tokenHint)
 	case resp.StatusCode == http.StatusForbidden:
-		return newErr(KindAuth, cause, "access to %s denied: your token lacks permission; accept the licence at %s or use another token", t, page)
+		return errkind.Errorf(errkind.Auth, "access to %s denied: your token lacks permission; accept the licence at %s or use another token", t, page)
 	}
-	return newErr(KindOther, cause, "%s: unexpected answer from %s: HTTP %d %s", t, c.cfg.Endpoint, resp.StatusCode, strings.TrimSpace(code+" "+msg))
+	return fmt.Errorf("%s: unexpected answer from %s: HTTP %d %s", t, c.cfg.Endpoint, resp.StatusCode, strings.TrimSpace(code+" "+msg))
 }
 
 // retryAfter reads Retry-After as seconds or an HTTP date.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 // fileSpec is one file to fetch, with what the listing told about it.
@@ -43,12 +45,9 @@ type session struct {
 	rc     repoCache
 	repo   string
 	commit string
-	emit   func(Event)
+	emit   progress.Func
 	space  spaceBook
 }
-
-// progressEvery limits progress events per file.
-const progressEvery = 250 * time.Millisecond
 
 func (s *session) resolveURL(file string) string {
 	segs := strings.Split(file, "/")
@@ -60,7 +59,7 @@ func (s *session) resolveURL(file string) string {
 
 func (s *session) onRetry(file string) func(int, time.Duration, error) {
 	return func(attempt int, d time.Duration, err error) {
-		s.emit(Event{Event: EventRetry, Repo: s.repo, File: file, Attempt: attempt, DelayMS: d.Milliseconds(), Message: err.Error()})
+		s.emit(progress.Event{Event: progress.Retry, Repo: s.repo, File: file, Attempt: attempt, DelayMS: d.Milliseconds(), Message: err.Error()})
 	}
 }
 
@@ -73,7 +72,7 @@ func (s *session) fetch(ctx context.Context, f fileSpec) (FileResult, error) {
 		}
 	}
 	if err := checkEtag(f.etag); err != nil {
-		return FileResult{Path: f.path}, newErr(KindOther, err, "%s: %v", t, err)
+		return FileResult{Path: f.path}, fmt.Errorf("%s: %w", t, err)
 	}
 	res := FileResult{Path: f.path, Size: f.size, Etag: f.etag, SHA256: f.sha256, Blob: s.rc.blob(f.etag)}
 	if res.SHA256 == "" && sha256Re.MatchString(f.etag) {
@@ -84,7 +83,7 @@ func (s *session) fetch(ctx context.Context, f fileSpec) (FileResult, error) {
 		if err := s.rc.link(s.commit, f.path, f.etag); err != nil {
 			return res, err
 		}
-		s.emit(Event{Event: EventFileDone, Repo: s.repo, File: f.path, Bytes: res.Size, Total: res.Size, Cached: res.Cached})
+		s.emit(progress.Event{Event: progress.FileDone, Repo: s.repo, File: f.path, Bytes: res.Size, Total: res.Size, Cached: res.Cached})
 		return res, nil
 	}
 	if sz := blobSize(res.Blob); sz >= 0 && (f.size < 0 || sz == f.size) {
@@ -96,12 +95,12 @@ func (s *session) fetch(ctx context.Context, f fileSpec) (FileResult, error) {
 	ptr := s.rc.pointer(s.commit, f.path)
 	if fi, err := os.Lstat(ptr); err == nil && fi.Mode().IsRegular() && (f.size < 0 || fi.Size() == f.size) {
 		res.Cached, res.Size, res.Blob = true, fi.Size(), ptr
-		s.emit(Event{Event: EventFileDone, Repo: s.repo, File: f.path, Bytes: res.Size, Total: res.Size, Cached: true})
+		s.emit(progress.Event{Event: progress.FileDone, Repo: s.repo, File: f.path, Bytes: res.Size, Total: res.Size, Cached: true})
 		return res, nil
 	}
 
 	unlock, err := lockFile(ctx, s.rc.lock(f.etag), func() {
-		s.emit(Event{Event: EventWarning, Repo: s.repo, File: f.path, Message: "waiting for another download of the same blob (lock " + s.rc.lock(f.etag) + ")"})
+		s.emit(progress.Event{Event: progress.Warning, Repo: s.repo, File: f.path, Message: "waiting for another download of the same blob (lock " + s.rc.lock(f.etag) + ")"})
 	})
 	if err != nil {
 		return res, err
@@ -125,11 +124,11 @@ func (s *session) fetch(ctx context.Context, f fileSpec) (FileResult, error) {
 		os.Remove(s.rc.incomplete(f.etag)) // never keep bytes that failed the check
 		if try == 2 {
 			if ce.sizeOnly() {
-				return res, newErr(KindChecksum, ce, "size mismatch for %s after a fresh retry: %v; the download was discarded (a mirror or proxy is serving something else, or HF_ENDPOINT is not a Hub)", t, ce)
+				return res, errkind.Errorf(errkind.Checksum, "size mismatch for %s after a fresh retry: %w; the download was discarded (a mirror or proxy is serving something else, or HF_ENDPOINT is not a Hub)", t, ce)
 			}
-			return res, newErr(KindChecksum, ce, "checksum mismatch for %s after a fresh retry: %v; the download was discarded (a proxy or disk is corrupting data, or the upload is broken)", t, ce)
+			return res, errkind.Errorf(errkind.Checksum, "checksum mismatch for %s after a fresh retry: %w; the download was discarded (a proxy or disk is corrupting data, or the upload is broken)", t, ce)
 		}
-		s.emit(Event{Event: EventWarning, Repo: s.repo, File: f.path, Message: "checksum mismatch, downloading again: " + ce.Error()})
+		s.emit(progress.Event{Event: progress.Warning, Repo: s.repo, File: f.path, Message: "checksum mismatch, downloading again: " + ce.Error()})
 	}
 }
 
@@ -151,11 +150,11 @@ func (s *session) head(ctx context.Context, f *fileSpec) error {
 			h = resp.Header
 		}
 		if c := h.Get(headerRepoCommit); c != "" && c != s.commit {
-			return newErr(KindOther, nil, "%s: the Hub served commit %s, expected %s", t, c, s.commit)
+			return fmt.Errorf("%s: the Hub served commit %s, expected %s", t, c, s.commit)
 		}
 		f.etag = normalizeEtag(firstNonEmpty(h.Get(headerLinkedEtag), h.Get("ETag")))
 		if f.etag == "" {
-			return newErr(KindOther, nil, "%s: the Hub sent no ETag: is HF_ENDPOINT a Hugging Face Hub?", t)
+			return fmt.Errorf("%s: the Hub sent no ETag: is HF_ENDPOINT a Hugging Face Hub?", t)
 		}
 		size := firstNonEmpty(h.Get(headerLinkedSize), h.Get("Content-Length"))
 		if n, err := strconv.ParseInt(size, 10, 64); err == nil {
@@ -217,7 +216,7 @@ func (s *session) download(ctx context.Context, f *fileSpec, res *FileResult) er
 	if err := reserve(); err != nil {
 		return err
 	}
-	s.emit(Event{Event: EventFileStart, Repo: s.repo, File: f.path, Bytes: off, Total: f.size, Resumed: off})
+	s.emit(progress.Event{Event: progress.FileStart, Repo: s.repo, File: f.path, Bytes: off, Total: f.size, ResumedFrom: off})
 
 	bufs := newPipeBufs()
 	restart := func() error {
@@ -317,7 +316,7 @@ func (s *session) download(ctx context.Context, f *fileSpec, res *FileResult) er
 	if err != nil {
 		return err
 	}
-	s.emit(Event{Event: EventProgress, Repo: s.repo, File: f.path, Bytes: off, Total: f.size})
+	s.emit(progress.Event{Event: progress.Progress, Repo: s.repo, File: f.path, Bytes: off, Total: f.size})
 	if f.size >= 0 && off != f.size {
 		return &checksumError{file: t.String(), size: off, wantSize: f.size}
 	}
@@ -397,9 +396,9 @@ func (s *session) copyBody(dst *os.File, v *verifier, src io.Reader, bufs pipeBu
 			work <- buf[:k]
 			n += int64(k)
 			space.wrote(int64(k))
-			if now := time.Now(); now.Sub(last) >= progressEvery {
+			if now := time.Now(); now.Sub(last) >= progress.Interval {
 				last = now
-				s.emit(Event{Event: EventProgress, Repo: s.repo, File: f.path, Bytes: base + n, Total: f.size})
+				s.emit(progress.Event{Event: progress.Progress, Repo: s.repo, File: f.path, Bytes: base + n, Total: f.size})
 			}
 		} else {
 			bufs.put(buf)

@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +8,8 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/hub/hubtest"
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 func TestResumeFromIncompleteBlob(t *testing.T) {
@@ -99,7 +99,7 @@ func TestConnectionCutMidBodyResumes(t *testing.T) {
 	if got := srv.Served("model.safetensors"); got != weightsSize {
 		t.Errorf("served %d bytes for a %d-byte file", got, weightsSize)
 	}
-	if n := rec.count(EventRetry); n != 5 {
+	if n := rec.count(progress.Retry); n != 5 {
 		t.Errorf("%d retry events, want 5", n)
 	}
 	for _, f := range snap.Files {
@@ -121,15 +121,15 @@ func TestStalledConnectionIsDroppedAndResumed(t *testing.T) {
 	if got := srv.Served("model.safetensors"); got != weightsSize {
 		t.Errorf("served %d bytes, want %d: the retry must resume after the stall", got, weightsSize)
 	}
-	if rec.count(EventRetry) != 1 || !strings.Contains(retryMessages(rec), "no data for 200ms") {
-		t.Errorf("retries %d: %s", rec.count(EventRetry), retryMessages(rec))
+	if rec.count(progress.Retry) != 1 || !strings.Contains(retryMessages(rec), "no data for 200ms") {
+		t.Errorf("retries %d: %s", rec.count(progress.Retry), retryMessages(rec))
 	}
 }
 
 func retryMessages(r *recorder) string {
 	var b strings.Builder
 	for _, e := range r.events {
-		if e.Event == EventRetry {
+		if e.Event == progress.Retry {
 			b.WriteString(e.Message + "; ")
 		}
 	}
@@ -173,8 +173,8 @@ func TestServerErrorsExhaustRetries(t *testing.T) {
 	c, _ := newTestClient(t, srv, "")
 
 	_, err := c.Snapshot(t.Context(), repo.id, "main", SnapshotOptions{})
-	if cli.CodeOf(err) != cli.ExitUnavailable || !strings.Contains(err.Error(), "after 4 tries") {
-		t.Errorf("err = %v (exit %d), want busy after 4 tries, exit %d", err, cli.CodeOf(err), cli.ExitUnavailable)
+	if errkind.Of(err) != errkind.Busy || !strings.Contains(err.Error(), "after 4 tries") {
+		t.Errorf("err = %v (kind %v), want busy after 4 tries, kind %v", err, errkind.Of(err), errkind.Busy)
 	}
 }
 
@@ -193,16 +193,16 @@ func TestChecksumMismatch(t *testing.T) {
 		if got := hfRead(t, c.cfg.CacheDir, repo.id, "main", "model.safetensors"); sha256Hex(got) != sum {
 			t.Errorf("corrupt blob kept")
 		}
-		if rec.count(EventWarning) != 1 || srv.Served("model.safetensors") != 2*weightsSize {
-			t.Errorf("%d warnings, %d bytes served; want 1 and a fresh download", rec.count(EventWarning), srv.Served("model.safetensors"))
+		if rec.count(progress.Warning) != 1 || srv.Served("model.safetensors") != 2*weightsSize {
+			t.Errorf("%d warnings, %d bytes served; want 1 and a fresh download", rec.count(progress.Warning), srv.Served("model.safetensors"))
 		}
 	})
 	t.Run("twice fails", func(t *testing.T) {
 		srv.SetFaults("model.safetensors", hubtest.Faults{Corrupt: 2})
 		c, _ := newTestClient(t, srv, "")
 		_, err := c.Snapshot(t.Context(), repo.id, "main", SnapshotOptions{})
-		if cli.CodeOf(err) != cli.ExitChecksum || !strings.Contains(err.Error(), "model.safetensors") || !strings.Contains(err.Error(), sum) {
-			t.Fatalf("err = %v (exit %d)", err, cli.CodeOf(err))
+		if errkind.Of(err) != errkind.Checksum || !strings.Contains(err.Error(), "model.safetensors") || !strings.Contains(err.Error(), sum) {
+			t.Fatalf("err = %v (kind %v)", err, errkind.Of(err))
 		}
 		blobs := filepath.Join(c.cfg.CacheDir, "models--acme--tiny-llama", "blobs")
 		if _, err := os.Stat(filepath.Join(blobs, sum)); err == nil {
@@ -220,13 +220,13 @@ func TestGatedRepo(t *testing.T) {
 
 	c, _ := newTestClient(t, srv, "")
 	_, err := c.Snapshot(t.Context(), repo.id, "main", SnapshotOptions{})
-	if cli.CodeOf(err) != cli.ExitAuth || !strings.Contains(err.Error(), "accept its licence at "+srv.URL()+"/meta/gated-model") || !strings.Contains(err.Error(), "HF_TOKEN") {
-		t.Errorf("anonymous: %v (exit %d)", err, cli.CodeOf(err))
+	if errkind.Of(err) != errkind.Auth || !strings.Contains(err.Error(), "accept its licence at "+srv.URL()+"/meta/gated-model") || !strings.Contains(err.Error(), "HF_TOKEN") {
+		t.Errorf("anonymous: %v (kind %v)", err, errkind.Of(err))
 	}
 	c.cfg.Token = "hf_not_granted"
 	_, err = c.Snapshot(t.Context(), repo.id, "main", SnapshotOptions{})
-	if cli.CodeOf(err) != cli.ExitAuth || !strings.Contains(err.Error(), "not been granted access") {
-		t.Errorf("token without access: %v (exit %d)", err, cli.CodeOf(err))
+	if errkind.Of(err) != errkind.Auth || !strings.Contains(err.Error(), "not been granted access") {
+		t.Errorf("token without access: %v (kind %v)", err, errkind.Of(err))
 	}
 	c.cfg.Token = srv.Token
 	mustSnapshot(t, c, repo.id, "main", SnapshotOptions{})
@@ -243,14 +243,14 @@ func TestNotFound(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := c.Snapshot(t.Context(), tc.repo, tc.rev, SnapshotOptions{})
-		if cli.CodeOf(err) != cli.ExitNotFound || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s@%s: %v (exit %d)", tc.repo, tc.rev, err, cli.CodeOf(err))
+		if errkind.Of(err) != errkind.NotFound || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s@%s: %v (kind %v)", tc.repo, tc.rev, err, errkind.Of(err))
 		}
 	}
 	// A private repo looks missing to anonymous callers; the message says what to do.
 	srv.SetPrivate(repo.id, true)
 	_, err := c.Snapshot(t.Context(), repo.id, "main", SnapshotOptions{})
-	if cli.CodeOf(err) != cli.ExitNotFound || !strings.Contains(err.Error(), "set HF_TOKEN") {
+	if errkind.Of(err) != errkind.NotFound || !strings.Contains(err.Error(), "set HF_TOKEN") {
 		t.Errorf("private: %v", err)
 	}
 	c.cfg.Token = srv.Token
@@ -288,8 +288,8 @@ func TestOffline(t *testing.T) {
 		{repo.id, "main", []string{"model.safetensors"}},
 	} {
 		_, err := c.Snapshot(t.Context(), tc.repo, tc.rev, SnapshotOptions{Include: tc.include})
-		if cli.CodeOf(err) != cli.ExitOffline || !strings.Contains(err.Error(), "HF_HUB_OFFLINE") {
-			t.Errorf("%s@%s %v: %v (exit %d)", tc.repo, tc.rev, tc.include, err, cli.CodeOf(err))
+		if errkind.Of(err) != errkind.Offline || !strings.Contains(err.Error(), "HF_HUB_OFFLINE") {
+			t.Errorf("%s@%s %v: %v (kind %v)", tc.repo, tc.rev, tc.include, err, errkind.Of(err))
 		}
 	}
 }
@@ -302,12 +302,12 @@ func TestUnreachableHubFallsBackToCache(t *testing.T) {
 	srv.Close()
 
 	snap := mustSnapshot(t, c, repo.id, "main", SnapshotOptions{Include: []string{"config.json"}, OnEvent: rec.on})
-	if !snap.Offline || rec.count(EventWarning) != 1 {
-		t.Errorf("offline=%v warnings=%d", snap.Offline, rec.count(EventWarning))
+	if !snap.Offline || rec.count(progress.Warning) != 1 {
+		t.Errorf("offline=%v warnings=%d", snap.Offline, rec.count(progress.Warning))
 	}
 	_, err := c.Snapshot(t.Context(), "acme/uncached", "main", SnapshotOptions{})
-	if cli.CodeOf(err) != cli.ExitNetwork {
-		t.Errorf("uncached repo with the Hub down: %v (exit %d)", err, cli.CodeOf(err))
+	if errkind.Of(err) != errkind.Network {
+		t.Errorf("uncached repo with the Hub down: %v (kind %v)", err, errkind.Of(err))
 	}
 }
 
@@ -319,8 +319,8 @@ func TestDiskFull(t *testing.T) {
 		Content: hubtest.Generated(1, 1<<56), SHA256: strings.Repeat("ab", 32)})
 	c, _ := newTestClient(t, srv, "")
 	_, err := c.Snapshot(t.Context(), "acme/huge", "main", SnapshotOptions{})
-	if cli.CodeOf(err) != cli.ExitDiskFull || !strings.Contains(err.Error(), "HF_HUB_CACHE") {
-		t.Errorf("err = %v (exit %d)", err, cli.CodeOf(err))
+	if errkind.Of(err) != errkind.DiskFull || !strings.Contains(err.Error(), "HF_HUB_CACHE") {
+		t.Errorf("err = %v (kind %v)", err, errkind.Of(err))
 	}
 	if srv.TotalServed() != 0 {
 		t.Errorf("%d bytes downloaded before giving up", srv.TotalServed())
@@ -334,8 +334,7 @@ func TestDiskFull(t *testing.T) {
 	defer f.Close()
 	_, werr := f.Write(make([]byte, 4096))
 	err = diskErr(werr, "/cache/blobs/x.incomplete")
-	var he *Error
-	if !errors.As(err, &he) || he.ExitCode() != cli.ExitDiskFull || !strings.Contains(err.Error(), "/cache/blobs/x.incomplete") {
+	if errkind.Of(err) != errkind.DiskFull || !strings.Contains(err.Error(), "/cache/blobs/x.incomplete") {
 		t.Errorf("ENOSPC: %v", err)
 	}
 }
@@ -364,7 +363,7 @@ func TestConcurrentPullsShareOneDownload(t *testing.T) {
 	if got := srv.Served("model.safetensors"); got != weightsSize {
 		t.Errorf("two pulls of one blob served %d bytes, want %d (once)", got, weightsSize)
 	}
-	if !snapB.Files[0].Cached || recB.count(EventWarning) != 1 {
-		t.Errorf("second pull: %+v, %d warnings; want it to wait on the lock and reuse the blob", snapB.Files[0], recB.count(EventWarning))
+	if !snapB.Files[0].Cached || recB.count(progress.Warning) != 1 {
+		t.Errorf("second pull: %+v, %d warnings; want it to wait on the lock and reuse the blob", snapB.Files[0], recB.count(progress.Warning))
 	}
 }

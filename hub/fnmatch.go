@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -24,7 +25,7 @@ func compilePatterns(globs []string) ([]pattern, error) {
 		}
 		re, err := regexp.Compile(fnmatchRegexp(g))
 		if err != nil {
-			return nil, newErr(KindOther, err, "bad pattern %q: %v", src, err)
+			return nil, fmt.Errorf("bad pattern %q: %w", src, err)
 		}
 		out = append(out, pattern{src: src, re: re})
 	}

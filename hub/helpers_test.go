@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/hub/hubtest"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 // testRepo is a small model repository: two regular files (one nested) and
@@ -61,11 +62,11 @@ func sha256Hex(b []byte) string {
 // recorder collects events and the delays the client asked to sleep.
 type recorder struct {
 	mu     sync.Mutex
-	events []Event
+	events []progress.Event
 	sleeps []time.Duration
 }
 
-func (r *recorder) on(e Event) {
+func (r *recorder) on(e progress.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)

@@ -2,8 +2,6 @@ package hub
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,8 +47,8 @@ func materialize(ctx context.Context, snap *Snapshot, dir string) error {
 		if upToDate(dst, meta, f) {
 			continue
 		}
-		if err := copyFile(f.Blob, dst); err != nil {
-			return err
+		if err := atomicfile.Copy(f.Blob, dst, 0o644); err != nil {
+			return diskErr(err, dst)
 		}
 		if err := os.MkdirAll(filepath.Dir(meta), 0o755); err != nil {
 			return diskErr(err, meta)
@@ -83,24 +81,4 @@ func upToDate(dst, meta string, f FileResult) bool {
 		return false
 	}
 	return ts > float64(fi.ModTime().UnixNano())/1e9-1
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("read cached blob: %w", err)
-	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return diskErr(err, dst)
-	}
-	out, err := atomicfile.Create(dst, 0o644)
-	if err != nil {
-		return diskErr(err, dst)
-	}
-	defer out.Abort()
-	if _, err := io.Copy(out.File, in); err != nil {
-		return diskErr(err, dst)
-	}
-	return diskErr(out.Commit(), dst)
 }

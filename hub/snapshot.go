@@ -13,7 +13,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/pathguard"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 // SnapshotOptions selects files and says where they go.
@@ -25,7 +27,7 @@ type SnapshotOptions struct {
 	// (not symlinks), with huggingface_hub's .cache/huggingface metadata.
 	LocalDir string
 	// OnEvent hears progress; it is called from several goroutines.
-	OnEvent func(Event)
+	OnEvent progress.Func
 }
 
 // Snapshot is a revision of a repository, present on disk.
@@ -61,7 +63,7 @@ func (c *Client) Snapshot(ctx context.Context, repo, revision string, opts Snaps
 		return nil, err
 	}
 	if strings.Contains(revision, "..") || strings.HasPrefix(revision, "/") {
-		return nil, newErr(KindOther, nil, "revision %q is not a branch, tag or commit", revision)
+		return nil, fmt.Errorf("revision %q is not a branch, tag or commit", revision)
 	}
 	include, err := compilePatterns(opts.Include)
 	if err != nil {
@@ -76,7 +78,7 @@ func (c *Client) Snapshot(ctx context.Context, repo, revision string, opts Snaps
 	}
 	emit := opts.OnEvent
 	if emit == nil {
-		emit = func(Event) {}
+		emit = func(progress.Event) {}
 	}
 	rc := newRepoCache(c.cfg.CacheDir, repo)
 
@@ -103,14 +105,14 @@ func (c *Client) Snapshot(ctx context.Context, repo, revision string, opts Snaps
 }
 
 // online resolves the revision with the Hub and downloads what is missing.
-func (c *Client) online(ctx context.Context, rc repoCache, repo, revision string, include, exclude []pattern, opts SnapshotOptions, emit func(Event)) (*Snapshot, error) {
+func (c *Client) online(ctx context.Context, rc repoCache, repo, revision string, include, exclude []pattern, opts SnapshotOptions, emit progress.Func) (*Snapshot, error) {
 	info, err := c.RepoInfo(ctx, repo, revision)
-	if k := KindOf(err); k == KindNetwork || k == KindUnavailable {
+	if k := errkind.Of(err); k == errkind.Network || k == errkind.Busy {
 		// As huggingface_hub does: when the Hub cannot say what the revision
 		// is, a cached snapshot of it still serves. (Only here: a failure
 		// during the downloads must not pass off a partial snapshot.)
 		if cached, cerr := c.fromCache(rc, repo, revision, include, exclude, "the Hub is unreachable"); cerr == nil {
-			emit(Event{Event: EventWarning, Repo: repo, Revision: revision, Message: "using the cached snapshot: " + err.Error()})
+			emit(progress.Event{Event: progress.Warning, Repo: repo, Revision: revision, Message: "using the cached snapshot: " + err.Error()})
 			return cached, nil
 		}
 	}
@@ -118,7 +120,7 @@ func (c *Client) online(ctx context.Context, rc repoCache, repo, revision string
 		return nil, err
 	}
 	if !IsCommit(info.SHA) {
-		return nil, newErr(KindOther, nil, "%s@%s: the Hub answered commit %q, not a 40-hex sha: is HF_ENDPOINT a Hugging Face Hub?", repo, revision, info.SHA)
+		return nil, fmt.Errorf("%s@%s: the Hub answered commit %q, not a 40-hex sha: is HF_ENDPOINT a Hugging Face Hub?", repo, revision, info.SHA)
 	}
 	commit := info.SHA
 	if err := os.MkdirAll(rc.snapshotDir(commit), 0o755); err != nil {
@@ -136,7 +138,7 @@ func (c *Client) online(ctx context.Context, rc repoCache, repo, revision string
 		switch {
 		case err == nil:
 			siblings = tree
-		case KindOf(err) != KindNotFound: // a mirror without the tree API keeps the siblings
+		case !errors.Is(err, errkind.NotFound): // a mirror without the tree API keeps the siblings
 			return nil, err
 		}
 	}
@@ -144,7 +146,7 @@ func (c *Client) online(ctx context.Context, rc repoCache, repo, revision string
 	var names []string
 	for _, s := range siblings {
 		if err := checkRepoPath(s.RFilename); err != nil {
-			return nil, newErr(KindOther, err, "%s@%s: %v", repo, revision, err)
+			return nil, fmt.Errorf("%s@%s: %w", repo, revision, err)
 		}
 		fs := fileSpec{path: s.RFilename, size: -1}
 		if s.Size != nil {
@@ -169,7 +171,7 @@ func (c *Client) online(ctx context.Context, rc repoCache, repo, revision string
 	}
 	selected := filter(names, include, exclude)
 	if len(selected) == 0 && len(names) > 0 && (len(include) > 0 || len(exclude) > 0) {
-		return nil, newErr(KindNotFound, nil, "no file of %s@%s matches %s: %d files exist (see %s/%s/tree/%s)",
+		return nil, errkind.Errorf(errkind.NotFound, "no file of %s@%s matches %s: %d files exist (see %s/%s/tree/%s)",
 			repo, revision, describePatterns(include, exclude), len(names), c.cfg.Endpoint, repo, url.PathEscape(revision))
 	}
 
@@ -179,7 +181,7 @@ func (c *Client) online(ctx context.Context, rc repoCache, repo, revision string
 		specs[i] = bySpec[n]
 		total += max(specs[i].size, 0)
 	}
-	emit(Event{Event: EventStart, Repo: repo, Revision: revision, Commit: commit, Files: len(specs), Total: total})
+	emit(progress.Event{Event: progress.Start, Repo: repo, Revision: revision, Commit: commit, Files: len(specs), Total: total})
 
 	s := &session{c: c, rc: rc, repo: repo, commit: commit, emit: emit}
 	results, err := s.fetchAll(ctx, specs, opts.Jobs)
@@ -297,7 +299,7 @@ func (c *Client) fromCache(rc repoCache, repo, revision string, include, exclude
 		}
 	}
 	notCached := func(what string) error {
-		return newErr(KindOffline, nil, "%s and %s is not in the cache at %s: pull it once with network access (or unset HF_HUB_OFFLINE)",
+		return errkind.Errorf(errkind.Offline, "%s and %s is not in the cache at %s: pull it once with network access (or unset HF_HUB_OFFLINE)",
 			why, what, c.cfg.CacheDir)
 	}
 	if commit == "" {

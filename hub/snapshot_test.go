@@ -2,13 +2,15 @@ package hub
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/edgectl/edgectl/hub/hubtest"
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 func TestSnapshotWritesHuggingFaceCacheLayout(t *testing.T) {
@@ -76,8 +78,8 @@ func TestSnapshotWritesHuggingFaceCacheLayout(t *testing.T) {
 	if hubAuth == 0 || cdnReqs == 0 {
 		t.Errorf("hub requests with token: %d, CDN requests: %d; want both > 0", hubAuth, cdnReqs)
 	}
-	if rec.count(EventStart) != 1 || rec.count(EventFileDone) != 3 {
-		t.Errorf("events: %d start, %d file_done", rec.count(EventStart), rec.count(EventFileDone))
+	if rec.count(progress.Start) != 1 || rec.count(progress.FileDone) != 3 {
+		t.Errorf("events: %d start, %d file_done", rec.count(progress.Start), rec.count(progress.FileDone))
 	}
 
 	// A second pull of the same revision downloads nothing.
@@ -185,8 +187,8 @@ func TestSnapshotIncludeExclude(t *testing.T) {
 	}
 
 	_, err := c.Snapshot(t.Context(), repo.id, "main", SnapshotOptions{Include: []string{"*.gguf"}})
-	if KindOf(err) != KindNotFound || cli.CodeOf(err) != cli.ExitNotFound || !strings.Contains(err.Error(), "--include *.gguf") {
-		t.Errorf("no match: %v (exit %d)", err, cli.CodeOf(err))
+	if !errors.Is(err, errkind.NotFound) || !strings.Contains(err.Error(), "--include *.gguf") {
+		t.Errorf("no match: %v (kind %v)", err, errkind.Of(err))
 	}
 }
 

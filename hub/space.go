@@ -3,7 +3,8 @@ package hub
 import (
 	"sync"
 
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/units"
 )
 
 // spaceBook keeps the free-space check honest when several files download
@@ -35,10 +36,10 @@ func (s *session) reserve(t target, dir string, need int64) (*reservation, error
 	if free, ok := s.c.freeSpace(dir); ok && free-b.pending < need {
 		others := ""
 		if b.pending > 0 {
-			others = ", of which " + cli.Bytes(b.pending) + " are promised to the other downloads in progress"
+			others = ", of which " + units.Bytes(b.pending) + " are promised to the other downloads in progress"
 		}
-		return nil, newErr(KindDiskFull, nil, "no space left for %s: it needs %s (%d bytes) more in %s, which has %s free%s; free space or point HF_HUB_CACHE (or --local-dir) at a larger disk",
-			t, cli.Bytes(need), need, dir, cli.Bytes(free), others)
+		return nil, errkind.Errorf(errkind.DiskFull, "no space left for %s: it needs %s (%d bytes) more in %s, which has %s free%s; free space or point HF_HUB_CACHE (or --local-dir) at a larger disk",
+			t, units.Bytes(need), need, dir, units.Bytes(free), others)
 	}
 	b.pending += need
 	return &reservation{book: b, left: need}, nil

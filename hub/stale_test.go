@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/edgectl/edgectl/hub/hubtest"
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // deadPID is the id of a process that has exited.
@@ -69,8 +69,8 @@ func TestLocalDirInsideTheCacheIsRefused(t *testing.T) {
 	}
 	for _, dir := range []string{cache, filepath.Join(cache, "models--acme--tiny-llama", "snapshots"), filepath.Join(link, "models--acme--tiny-llama")} {
 		_, err := c.Snapshot(t.Context(), "acme/tiny-llama", "main", SnapshotOptions{LocalDir: dir})
-		if cli.CodeOf(err) != cli.ExitUsage || !strings.Contains(err.Error(), "refusing to write --local-dir "+dir) || !strings.Contains(err.Error(), "Hub cache") {
-			t.Errorf("--local-dir %s: %v (exit %d)", dir, err, cli.CodeOf(err))
+		if errkind.Of(err) != errkind.Usage || !strings.Contains(err.Error(), "refusing to write --local-dir "+dir) || !strings.Contains(err.Error(), "Hub cache") {
+			t.Errorf("--local-dir %s: %v (kind %v)", dir, err, errkind.Of(err))
 		}
 	}
 	if n := len(srv.Requests()); n != 0 {

@@ -17,7 +17,7 @@ func (c *Client) listTree(ctx context.Context, repo, commit string) ([]Sibling, 
 	var out []Sibling
 	for pages := 0; next != ""; pages++ {
 		if pages > 100000 {
-			return nil, newErr(KindOther, nil, "%s: the tree listing does not end", t)
+			return nil, fmt.Errorf("%s: the tree listing does not end", t)
 		}
 		var page []TreeEntry
 		var link string
@@ -52,7 +52,7 @@ func (c *Client) listTree(ctx context.Context, repo, commit string) ([]Sibling, 
 			out = append(out, s)
 		}
 		if next, err = resolveLink(next, nextLink(link)); err != nil {
-			return nil, newErr(KindOther, err, "%s: bad Link header %q", t, link)
+			return nil, fmt.Errorf("%s: bad Link header %q", t, link)
 		}
 	}
 	return out, nil

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/engine/chat"
+	"github.com/edgectl/edgectl/format/chattemplate"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/tokjson"
 )
@@ -47,7 +46,7 @@ const (
 // returns the special token of tokenizer.json that immediately follows the
 // assistant's content, whitespace allowed in between. It returns
 // ErrNoTemplate for a model without a chat template. The template runs in
-// the sandboxed engine/chat renderer with its default limits.
+// the sandboxed format/chattemplate renderer with its default limits.
 func FindEndOfTurn(dir string) (*EndOfTurn, error) {
 	tc, err := tokjson.LoadConfig(dir)
 	if err != nil {
@@ -61,14 +60,14 @@ func FindEndOfTurn(dir string) (*EndOfTurn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tokPath, err)
 	}
-	tpl, err := chat.Parse(tc.ChatTemplate)
+	tpl, err := chattemplate.Parse(tc.ChatTemplate)
 	if err != nil {
 		return nil, err
 	}
 	// Some templates reject a system message (Gemma 2, Mistral): try with
 	// one, then without. A fixed clock keeps dated templates reproducible.
-	vars := chat.Vars{BOSToken: tc.BOSToken, EOSToken: tc.EOSToken, Now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
-	convs := [][]engine.Message{
+	vars := chattemplate.Vars{BOSToken: tc.BOSToken, EOSToken: tc.EOSToken, Now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	convs := [][]chattemplate.Message{
 		{{Role: "system", Content: sentinelSystem}, {Role: "user", Content: sentinelUser}, {Role: "assistant", Content: sentinelAssistant}, {Role: "user", Content: sentinelUser2}},
 		{{Role: "user", Content: sentinelUser}, {Role: "assistant", Content: sentinelAssistant}, {Role: "user", Content: sentinelUser2}},
 	}

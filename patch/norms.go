@@ -20,16 +20,6 @@ type Norm struct {
 	Fill float32
 }
 
-// Prefix is hflayout's module prefix of the language model in names
-// ("model." when no known root holds any of them). prep's tensor check
-// calls it; new code uses hflayout.Detect, which also resolves the head.
-func Prefix(names []string) string {
-	if lay, err := hflayout.Detect(names); err == nil {
-		return lay.Prefix
-	}
-	return hflayout.Prefixes()[0]
-}
-
 // ExpectedNorms lists the norm tensors the architecture of cfg defines,
 // named with the checkpoint's prefix. Families:
 //   - llama, mistral, qwen2, phi3, internlm2-style: model.norm, per layer

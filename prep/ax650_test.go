@@ -2,7 +2,9 @@ package prep
 
 import (
 	"encoding/json"
+	"errors"
 
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/testbin"
 
 	"context"
@@ -38,7 +40,7 @@ func TestE2EHubToAX650AnswersThroughAxcl(t *testing.T) {
 	fakeHub(t, "acme/llama-tiny", src)
 	o := ax650Opts(tmp, "acme/llama-tiny")
 	var log eventLog
-	res, err := Run(context.Background(), log.io(), o)
+	res, err := Run(context.Background(), log.sink(), o)
 	if err != nil {
 		t.Fatalf("%v\nstderr:\n%s", err, log.errOut.String())
 	}
@@ -111,10 +113,10 @@ func TestAX650DoctorBlocksMoE(t *testing.T) {
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(src, "config.json"), []byte(strings.Replace(string(cfg), `"vocab_size": 2048`, `"vocab_size": 2048, "num_local_experts": 8`, 1)), 0o644))
 	var log eventLog
-	_, err = Run(context.Background(), log.io(), ax650Opts(tmp, src))
-	// Blocked (exit 4) by the first step, before any work: no target takes MoE.
-	if err == nil || exitCode(err) != 4 || !strings.Contains(err.Error(), "8 experts") || !strings.Contains(err.Error(), src+"/config.json") {
-		t.Fatalf("MoE on ax650: %v (exit %d)", err, exitCode(err))
+	_, err = Run(context.Background(), log.sink(), ax650Opts(tmp, src))
+	// Blocked by the first step, before any work: no target takes MoE.
+	if err == nil || !errors.Is(err, errkind.Blocked) || !strings.Contains(err.Error(), "8 experts") || !strings.Contains(err.Error(), src+"/config.json") {
+		t.Fatalf("MoE on ax650: %v (kind %v)", err, errkind.Of(err))
 	}
 	evs := log.events(t)
 	if s := stepsWith(evs, "error"); strings.Join(s, ",") != "check" {
@@ -129,14 +131,14 @@ func TestAX650CompilerFailureIsAToolError(t *testing.T) {
 	src := filepath.Join(tmp, "llama-tiny")
 	writeLlama(t, src)
 	_, err := Run(context.Background(), nil, ax650Opts(tmp, src))
-	if err == nil || exitCode(err) != 5 || !strings.Contains(err.Error(), "pulsar2") {
-		t.Fatalf("OOM-killed compiler: %v (exit %d)", err, exitCode(err))
+	if err == nil || !errors.Is(err, errkind.Tool) || !strings.Contains(err.Error(), "pulsar2") {
+		t.Fatalf("OOM-killed compiler: %v (kind %v)", err, errkind.Of(err))
 	}
 	t.Logf("%v", err)
 	// The steps before the compiler are cached: the retry starts at pulsar2.
 	t.Setenv("FAKE_PULSAR2_FAIL", "")
 	var log eventLog
-	if _, err := Run(context.Background(), log.io(), ax650Opts(tmp, src)); err != nil {
+	if _, err := Run(context.Background(), log.sink(), ax650Opts(tmp, src)); err != nil {
 		t.Fatal(err)
 	}
 	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "check,import,doctor,patch-config,layernorm,quant" {

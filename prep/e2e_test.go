@@ -12,6 +12,7 @@ import (
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/cpu"
 	"github.com/edgectl/edgectl/hub/hubtest"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // fakeHub serves the files of dir as repo from a fake Hub (LFS and CDN for
@@ -96,7 +97,7 @@ func TestE2EHubToCPUAnswers(t *testing.T) {
 
 	// A second run finds everything cached, the Hub included.
 	var log eventLog
-	if _, err := Run(context.Background(), log.io(), Options{Source: "acme/tinystories-656k@main", Target: TargetCPU, Out: out, CacheDir: filepath.Join(tmp, "cache")}); err != nil {
+	if _, err := Run(context.Background(), log.sink(), Options{Source: "acme/tinystories-656k@main", Target: TargetCPU, Out: out, CacheDir: filepath.Join(tmp, "cache")}); err != nil {
 		t.Fatal(err)
 	}
 	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "pull,check,import,out" {
@@ -108,7 +109,7 @@ func TestE2EHubToCPUAnswers(t *testing.T) {
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	t.Setenv("HF_ENDPOINT", "http://127.0.0.1:1") // nothing listens: any request would fail
 	log = eventLog{}
-	if _, err := Run(context.Background(), log.io(), Options{Source: "acme/tinystories-656k@main", Target: TargetCPU, Out: out, CacheDir: filepath.Join(tmp, "cache")}); err != nil {
+	if _, err := Run(context.Background(), log.sink(), Options{Source: "acme/tinystories-656k@main", Target: TargetCPU, Out: out, CacheDir: filepath.Join(tmp, "cache")}); err != nil {
 		t.Fatalf("offline rerun: %v", err)
 	}
 	if s := stepsWith(log.events(t), "skip"); strings.Join(s, ",") != "pull,check,import,out" {
@@ -162,7 +163,7 @@ func TestE2EGGUFAnswers(t *testing.T) {
 	}
 	// The Llama fixture has rows of 128, which TQ2_0 (blocks of 256) cannot take.
 	_, err := Run(context.Background(), nil, Options{Source: tinyStories, Target: TargetGGUF, Out: filepath.Join(tmp, "bad"), CacheDir: filepath.Join(tmp, "cache")})
-	if err == nil || exitCode(err) != 1 || strings.Contains(err.Error(), tmp) {
+	if err == nil || errkind.Of(err) != errkind.Input || strings.Contains(err.Error(), tmp) {
 		t.Errorf("gguf of 128-wide rows: %v", err)
 	}
 	t.Logf("gguf of 128-wide rows: %v", err)

@@ -5,82 +5,50 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
-// Kind classifies why a pipeline stopped, so CI can tell a bad input from a
-// model that cannot take the path and from a vendor tool that broke.
-type Kind int
+// prep's errors are plain errors marked with an errkind, so CI can tell a
+// bad input (errkind.Input) from a model that cannot take the path
+// (errkind.Blocked) and from a vendor tool that broke (errkind.Tool, from
+// pulsar2); Hub and registry failures keep the kind their library gave.
 
-const (
-	// KindOther keeps the exit code the cause declares (hub errors carry
-	// their own: not found, auth, offline, …), else 1.
-	KindOther   Kind = iota
-	KindInput        // bad SOURCE, options or checkpoint: exit 1
-	KindBlocked      // doctor found a blocking fault for this target: exit 4
-	KindTool         // an external tool (container runtime, compiler) failed: exit 5
-)
-
-// Error is a step failure: which step, why, and the exit code it maps to.
-type Error struct {
-	Kind Kind
-	Step string
-	Err  error
-}
-
-func (e *Error) Error() string {
-	if e.Step == "" {
-		return e.Err.Error()
-	}
-	return fmt.Sprintf("prep step %s: %v", e.Step, e.Err)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// ExitCode maps the kind onto edgectl's stable exit codes.
-func (e *Error) ExitCode() int {
-	switch e.Kind {
-	case KindInput:
-		return cli.ExitError
-	case KindBlocked:
-		return cli.ExitBlocked
-	case KindTool:
-		return cli.ExitTool
-	}
-	return cli.CodeOf(e.Err)
-}
-
-// inputErr and blockedErr build errors of their kind (tool failures come
-// from pulsar2 with their own exit code).
+// inputErr and blockedErr build errors of their kind.
 func inputErr(format string, args ...any) error {
-	return &Error{Kind: KindInput, Err: fmt.Errorf(format, args...)}
+	return errkind.Errorf(errkind.Input, format, args...)
 }
 
 func blockedErr(format string, args ...any) error {
-	return &Error{Kind: KindBlocked, Err: fmt.Errorf(format, args...)}
+	return errkind.Errorf(errkind.Blocked, format, args...)
 }
 
-// inStep attaches the step name to err, keeping a kind the step chose.
+// stepError names the step that failed; its kind is the cause's.
+type stepError struct {
+	step string
+	err  error
+}
+
+func (e *stepError) Error() string { return fmt.Sprintf("prep step %s: %v", e.step, e.err) }
+func (e *stepError) Unwrap() error { return e.err }
+
+// inStep attaches the step name to err, unless it already names one.
 func inStep(step string, err error) error {
-	var pe *Error
-	if errors.As(err, &pe) {
-		if pe.Step == "" {
-			return &Error{Kind: pe.Kind, Step: step, Err: pe.Err}
-		}
+	var se *stepError
+	if errors.As(err, &se) {
 		return err
 	}
-	return &Error{Kind: KindOther, Step: step, Err: err}
+	return &stepError{step: step, err: err}
 }
 
 // showPath rewrites err's message so that dir (a cache entry) reads as
-// show (the source the user named). The cause stays reachable with
-// errors.Is/As, and the exit code is unchanged.
+// show (the source the user named). The cause, and so its kind, stays
+// reachable with errors.Is/As.
 func showPath(err error, dir, show string) error {
-	var pe *Error
-	if !errors.As(err, &pe) || !strings.Contains(pe.Err.Error(), dir) {
+	var se *stepError
+	if !errors.As(err, &se) || !strings.Contains(se.err.Error(), dir) {
 		return err
 	}
-	return &Error{Kind: pe.Kind, Step: pe.Step, Err: &shownError{msg: strings.ReplaceAll(pe.Err.Error(), dir, show), err: pe.Err}}
+	return &stepError{step: se.step, err: &shownError{msg: strings.ReplaceAll(se.err.Error(), dir, show), err: se.err}}
 }
 
 type shownError struct {

@@ -1,6 +1,7 @@
 package prep
 
 import (
+	"github.com/edgectl/edgectl/internal/progress"
 	"github.com/edgectl/edgectl/internal/testbin"
 
 	"bufio"
@@ -43,7 +44,7 @@ func TestKilledRunResumes(t *testing.T) {
 	deadline := time.AfterFunc(60*time.Second, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	defer deadline.Stop()
 	for sc.Scan() {
-		var e Event
+		var e progress.Event
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			t.Fatalf("not an event: %s", sc.Text())
 		}
@@ -95,7 +96,7 @@ func TestKilledRunResumes(t *testing.T) {
 }
 
 // runPrepmain runs the prep binary to completion and returns its events.
-func runPrepmain(t *testing.T, bin string, o Options) []Event {
+func runPrepmain(t *testing.T, bin string, o Options) []progress.Event {
 	t.Helper()
 	out, err := exec.Command(bin, o.Source, o.Target, o.Out, o.CacheDir, o.Image).Output()
 	if err != nil {

@@ -24,9 +24,10 @@ import (
 	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/hub"
 	"github.com/edgectl/edgectl/internal/atomicfile"
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/failpoint"
 	"github.com/edgectl/edgectl/internal/pathguard"
+	"github.com/edgectl/edgectl/internal/progress"
 	"github.com/edgectl/edgectl/internal/version"
 	"github.com/edgectl/edgectl/patch"
 	"github.com/edgectl/edgectl/pulsar2"
@@ -80,13 +81,13 @@ type Result struct {
 func (o *Options) defaults() error {
 	o.Target = strings.ToLower(o.Target)
 	if o.Source == "" {
-		return cli.Usagef("prep needs SOURCE: a Hugging Face repository org/name[@revision] or a checkpoint directory")
+		return errkind.Errorf(errkind.Usage, "prep needs SOURCE: a Hugging Face repository org/name[@revision] or a checkpoint directory")
 	}
 	if o.Out == "" {
-		return cli.Usagef("prep needs -o OUT, the artifact directory to write")
+		return errkind.Errorf(errkind.Usage, "prep needs -o OUT, the artifact directory to write")
 	}
 	if o.Target == "" {
-		return cli.Usagef("prep needs --target: one of %s", strings.Join(Targets, ", "))
+		return errkind.Errorf(errkind.Usage, "prep needs --target: one of %s", strings.Join(Targets, ", "))
 	}
 	if !slices.Contains(Targets, o.Target) && o.Target != "" && pulsar2.IsAX650(o.Target) {
 		// AX8850, AX-M1, AX650N, …: pulsar2's chip table names the same NPU.
@@ -95,7 +96,7 @@ func (o *Options) defaults() error {
 	if o.Target == TargetAX650 && o.Chip != "" {
 		c, ok := pulsar2.ParseChip(o.Chip)
 		if !ok {
-			return cli.Usagef("unknown --chip %q: use %s", o.Chip, pulsar2.ChipNames)
+			return errkind.Errorf(errkind.Usage, "unknown --chip %q: use %s", o.Chip, pulsar2.ChipNames)
 		}
 		o.Chip = c.Compiler // one spelling, so the step cache and manifest agree
 	}
@@ -105,24 +106,24 @@ func (o *Options) defaults() error {
 			set  bool
 		}{{patch.KVLenFlag, o.KVCacheLen != 0}, {"--eos", o.EOS != nil}, {"--chip", o.Chip != ""}, {"--image", o.Image != ""}, {"--runtime", o.Runtime != ""}} {
 			if f.set {
-				return cli.Usagef("%s applies to --target ax650 only", f.flag)
+				return errkind.Errorf(errkind.Usage, "%s applies to --target ax650 only", f.flag)
 			}
 		}
 	}
 	if o.Ternarize != "" && (o.Target == TargetCPU || o.Target == TargetAX650) {
-		return cli.Usagef("--ternarize applies to --target gguf and h1b only")
+		return errkind.Errorf(errkind.Usage, "--ternarize applies to --target gguf and h1b only")
 	}
 	switch o.Target {
 	case TargetCPU:
 		if o.Format != "" {
-			return cli.Usagef("--format %q: target cpu keeps the checkpoint's own weights and takes no --format", o.Format)
+			return errkind.Errorf(errkind.Usage, "--format %q: target cpu keeps the checkpoint's own weights and takes no --format", o.Format)
 		}
 	case TargetAX650:
 		// prep records the length itself (patch-config), so config.json's
 		// own value is not consulted: the flag or the default, rounded down.
 		kv, err := patch.NewKVLen(o.KVCacheLen, nil).Budget()
 		if err != nil {
-			return cli.Usagef("%v", err)
+			return errkind.Errorf(errkind.Usage, "%v", err)
 		}
 		o.KVCacheLen = kv
 		if err := oneOf("--format", &o.Format, "s4", "s8"); err != nil {
@@ -143,9 +144,9 @@ func (o *Options) defaults() error {
 			return err
 		}
 	case "":
-		return cli.Usagef("prep needs --target: one of %s", strings.Join(Targets, ", "))
+		return errkind.Errorf(errkind.Usage, "prep needs --target: one of %s", strings.Join(Targets, ", "))
 	default:
-		return cli.Usagef("unknown --target %q: choose one of %s (ax650 also as %s)", o.Target, strings.Join(Targets, ", "), ax650Names)
+		return errkind.Errorf(errkind.Usage, "unknown --target %q: choose one of %s (ax650 also as %s)", o.Target, strings.Join(Targets, ", "), ax650Names)
 	}
 	if o.CacheDir == "" {
 		o.CacheDir = DefaultCacheDir()
@@ -166,7 +167,7 @@ func oneOf(flag string, v *string, allowed ...string) error {
 	if slices.Contains(allowed, *v) {
 		return nil
 	}
-	return cli.Usagef("%s %q: this target takes %s", flag, *v, strings.Join(allowed, ", "))
+	return errkind.Errorf(errkind.Usage, "%s %q: this target takes %s", flag, *v, strings.Join(allowed, ", "))
 }
 
 // runOptions are the options as the manifest records them: every setting
@@ -215,7 +216,7 @@ func (o *Options) steps() ([]Step, error) {
 			KVCacheLen: o.KVCacheLen, WeightType: o.Format, ModelName: name,
 		}, o.Runtime)), nil
 	}
-	return nil, cli.Usagef("unknown --target %q", o.Target)
+	return nil, errkind.Errorf(errkind.Usage, "unknown --target %q", o.Target)
 }
 
 // sourceName names the artifact files: the repository's or directory's
@@ -229,17 +230,18 @@ func sourceName(src string) string {
 	return base
 }
 
-// Run executes the pipeline and writes OUT/.
-func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
+// Run executes the pipeline and writes OUT/, reporting to events (nil:
+// nowhere).
+func Run(ctx context.Context, events progress.Func, o Options) (*Result, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
 	res := &Result{Out: o.Out}
-	rep := &Reporter{io: io, onEmit: func(e Event) {
-		if e.Event == "skip" {
+	emit := emitter(events, func(e progress.Event) {
+		if e.Event == progress.Skip {
 			res.Skipped = append(res.Skipped, e.Step)
 		}
-	}}
+	})
 	steps, err := o.steps()
 	if err != nil {
 		return nil, err
@@ -260,13 +262,13 @@ func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
 	local := isLocal(o.Source)
 	if local {
 		start := time.Now()
-		rep.Emit(Event{Event: "start", Step: "source", Message: o.Source})
+		emit.Emit(progress.Event{Event: progress.Start, Step: "source", Message: o.Source})
 		if src, err = resolveLocal(cache, o.Source); err != nil {
-			rep.Emit(Event{Event: "error", Step: "source", Error: err.Error(), ExitCode: exitCode(err)})
+			emit.Emit(progress.Event{Event: progress.Error, Step: "source", Err: err})
 			return nil, err
 		}
-		rep.Emit(Event{Event: "done", Step: "source", Key: src.Key, DurationMS: time.Since(start).Milliseconds()})
-	} else if src, err = resolveHub(ctx, o.Hub, o.Source, rep); err != nil {
+		emit.Emit(progress.Event{Event: progress.Done, Step: "source", Key: src.Key, DurationMS: time.Since(start).Milliseconds()})
+	} else if src, err = resolveHub(ctx, o.Hub, o.Source, emit); err != nil {
 		return nil, err
 	}
 
@@ -274,7 +276,7 @@ func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
 	// the user's files; later steps read prep's cache, and the runner
 	// names the source in their errors instead.
 	all := append([]Step{checkStep(o.Target), importStep(local)}, steps...)
-	r := &runner{cache: cache, rep: rep, force: o.Force, srcDir: src.Dir, srcShow: src.Dir}
+	r := &runner{cache: cache, emit: emit, force: o.Force, srcDir: src.Dir, srcShow: src.Dir}
 	records, dir, key, err := r.run(ctx, src.Dir, src.Key, all)
 	if errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("prep interrupted: finished steps are cached, run the same command again to resume: %w", err)
@@ -292,7 +294,7 @@ func Run(ctx context.Context, io *cli.IO, o Options) (*Result, error) {
 		Key:            key,
 		Steps:          records,
 	}
-	sum, err := writeOut(ctx, rep, dir, o.Out, m, o.Force)
+	sum, err := writeOut(ctx, emit, dir, o.Out, m, o.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +318,7 @@ func guardOut(o Options) error {
 // writeOut publishes OUT/: the final step's files, copied (not linked, so
 // editing OUT/ cannot corrupt the cache), plus manifest.json. An OUT/ that
 // already holds this exact result is left alone.
-func writeOut(ctx context.Context, rep *Reporter, from, out string, m *artifact.Manifest, force bool) (string, error) {
+func writeOut(ctx context.Context, emit progress.Func, from, out string, m *artifact.Manifest, force bool) (string, error) {
 	start := time.Now()
 	names, err := artifact.ListFiles(from)
 	if err != nil {
@@ -329,7 +331,7 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *artifact.
 	// Leftovers of killed runs beside OUT (a half-copied OUT, an old OUT
 	// that was being replaced) go first: they are what filled disks.
 	if _, err := atomicfile.CleanStale(filepath.Dir(filepath.Clean(out))); err != nil {
-		rep.Emit(Event{Event: "log", Step: "out", Message: "could not remove a stale temporary: " + err.Error()})
+		emit.Emit(progress.Event{Event: progress.Log, Step: "out", Message: "could not remove a stale temporary: " + err.Error()})
 	}
 	if ents, err := os.ReadDir(out); err == nil && len(ents) == 0 {
 		os.Remove(out) // an empty directory (mkdir in a CI script) holds nothing to keep
@@ -341,7 +343,7 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *artifact.
 			b, _ := os.ReadFile(filepath.Join(out, artifact.ManifestName))
 			*m = *old
 			sum := sha256.Sum256(b)
-			rep.Emit(Event{Event: "skip", Step: "out", Key: m.Key, Reason: "OUT is up to date"})
+			emit.Emit(progress.Event{Event: progress.Skip, Step: "out", Key: m.Key, Reason: "OUT is up to date"})
 			return hex.EncodeToString(sum[:]), nil
 		case rerr != nil:
 			return "", inputErr("%s exists and was not written by prep (%v): choose another -o or remove it", out, rerr)
@@ -350,7 +352,7 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *artifact.
 		}
 	}
 
-	rep.Emit(Event{Event: "start", Step: "out", Key: m.Key})
+	emit.Emit(progress.Event{Event: progress.Start, Step: "out", Key: m.Key})
 	parent := filepath.Dir(filepath.Clean(out))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", inputErr("-o %s: %v", out, err)
@@ -386,7 +388,7 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *artifact.
 	// The copy is what users load: check it is whole and readable by the
 	// format's own reader before it replaces anything.
 	if err := verifyOut(tmp, m.Target); err != nil {
-		return "", &Error{Step: "out", Err: fmt.Errorf("the artifact is not loadable, OUT was left as it was: %s", strings.ReplaceAll(err.Error(), tmp, out))}
+		return "", &stepError{step: "out", err: fmt.Errorf("the artifact is not loadable, OUT was left as it was: %s", strings.ReplaceAll(err.Error(), tmp, out))}
 	}
 	b, err := m.Marshal()
 	if err != nil {
@@ -407,6 +409,6 @@ func writeOut(ctx context.Context, rep *Reporter, from, out string, m *artifact.
 		total += f.Size
 	}
 	sum := sha256.Sum256(b)
-	rep.Emit(Event{Event: "done", Step: "out", Key: m.Key, Files: len(files), Bytes: total, DurationMS: time.Since(start).Milliseconds()})
+	emit.Emit(progress.Event{Event: progress.Done, Step: "out", Key: m.Key, Files: len(files), Bytes: total, DurationMS: time.Since(start).Milliseconds()})
 	return hex.EncodeToString(sum[:]), nil
 }

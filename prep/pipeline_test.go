@@ -11,48 +11,57 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/edgectl/edgectl/artifact"
+	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/progress"
 	"github.com/edgectl/edgectl/internal/testmodel"
-
-	"github.com/edgectl/edgectl/internal/cli"
 )
 
 const tinyStories = "../testdata/models/tinystories-656k"
 
-// eventLog is an IO whose stdout collects --json events.
+// eventLog collects a run's events as `prep --json` writes them: one JSON
+// line each in out (error events with their message); tool logs, which
+// stay off --json stdout, go to errOut.
 type eventLog struct {
+	mu          sync.Mutex
 	out, errOut bytes.Buffer
 	// onEvent, when set, sees each event as it is written.
-	onEvent func(Event)
+	onEvent func(progress.Event)
 }
 
-func (l *eventLog) io() *cli.IO {
-	return &cli.IO{Out: writerFunc(func(p []byte) (int, error) {
-		l.out.Write(p)
-		if l.onEvent != nil {
-			var e Event
-			if json.Unmarshal(p, &e) == nil {
-				l.onEvent(e)
-			}
+func (l *eventLog) sink() progress.Func {
+	return func(e progress.Event) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if e.Event == progress.ToolLog {
+			fmt.Fprintf(&l.errOut, "  | %s\n", e.Message)
+			return
 		}
-		return len(p), nil
-	}), ErrOut: &l.errOut, JSON: true}
+		if e.Err != nil {
+			e.Error = e.Err.Error()
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			panic(err)
+		}
+		l.out.Write(append(b, '\n'))
+		if l.onEvent != nil {
+			l.onEvent(e)
+		}
+	}
 }
 
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-func (l *eventLog) events(t *testing.T) []Event {
+func (l *eventLog) events(t *testing.T) []progress.Event {
 	t.Helper()
-	var evs []Event
+	var evs []progress.Event
 	for _, line := range strings.Split(strings.TrimSpace(l.out.String()), "\n") {
 		if line == "" {
 			continue
 		}
-		var e Event
+		var e progress.Event
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("stdout line is not a JSON event: %q: %v", line, err)
 		}
@@ -62,7 +71,7 @@ func (l *eventLog) events(t *testing.T) []Event {
 }
 
 // stepsWith lists the steps that have an event of the given type.
-func stepsWith(evs []Event, typ string) []string {
+func stepsWith(evs []progress.Event, typ string) []string {
 	var s []string
 	for _, e := range evs {
 		if e.Event == typ {
@@ -89,7 +98,7 @@ func TestPrepCPULocalWritesVerifiedManifest(t *testing.T) {
 	tmp := t.TempDir()
 	out := filepath.Join(tmp, "OUT")
 	var log eventLog
-	res, err := Run(context.Background(), log.io(), cpuOpts(t, filepath.Join(tmp, "cache"), out))
+	res, err := Run(context.Background(), log.sink(), cpuOpts(t, filepath.Join(tmp, "cache"), out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +200,7 @@ func TestPrepRerunSkipsFinishedSteps(t *testing.T) {
 	first := readTree(t, opts.Out)
 
 	var log eventLog
-	res, err := Run(context.Background(), log.io(), opts)
+	res, err := Run(context.Background(), log.sink(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +228,7 @@ func TestPrepRerunSkipsFinishedSteps(t *testing.T) {
 	// --force redoes everything and may replace the OUT it wrote.
 	log = eventLog{}
 	opts.Force = true
-	if _, err := Run(context.Background(), log.io(), opts); err != nil {
+	if _, err := Run(context.Background(), log.sink(), opts); err != nil {
 		t.Fatal(err)
 	}
 	evs = log.events(t)
@@ -236,19 +245,19 @@ func TestPrepInterruptedRunResumes(t *testing.T) {
 	opts := cpuOpts(t, filepath.Join(tmp, "cache"), filepath.Join(tmp, "OUT"))
 	// Interrupt (as Ctrl-C does) the moment the import step starts.
 	ctx, cancel := context.WithCancel(context.Background())
-	log := eventLog{onEvent: func(e Event) {
+	log := eventLog{onEvent: func(e progress.Event) {
 		if e.Event == "start" && e.Step == "import" {
 			cancel()
 		}
 	}}
-	if _, err := Run(ctx, log.io(), opts); !errors.Is(err, context.Canceled) {
+	if _, err := Run(ctx, log.sink(), opts); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run returned %v", err)
 	}
 	if _, err := os.Stat(opts.Out); !os.IsNotExist(err) {
 		t.Fatalf("an interrupted run left OUT behind: %v", err)
 	}
 	log = eventLog{}
-	if _, err := Run(context.Background(), log.io(), opts); err != nil {
+	if _, err := Run(context.Background(), log.sink(), opts); err != nil {
 		t.Fatal(err)
 	}
 	evs := log.events(t)
@@ -271,8 +280,8 @@ func TestPrepRefusesForeignOut(t *testing.T) {
 	opts := cpuOpts(t, filepath.Join(tmp, "cache"), out)
 	opts.Force = true
 	_, err := Run(context.Background(), nil, opts)
-	if err == nil || cli.CodeOf(err) != cli.ExitError || !strings.Contains(err.Error(), "not written by prep") {
-		t.Fatalf("err = %v (code %d)", err, cli.CodeOf(err))
+	if err == nil || errkind.Of(err) != errkind.Input || !strings.Contains(err.Error(), "not written by prep") {
+		t.Fatalf("err = %v (kind %v)", err, errkind.Of(err))
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "notes.txt")); string(b) != "mine" {
 		t.Error("a foreign OUT was touched")
@@ -290,23 +299,23 @@ func TestPrepInputErrors(t *testing.T) {
 	cases := []struct {
 		name string
 		opts Options
-		code int
+		code errkind.Kind
 		want string
 	}{
-		{"no target", Options{Source: tinyStories}, cli.ExitUsage, "--target"},
-		{"bad target", Options{Source: tinyStories, Target: "tpu"}, cli.ExitUsage, "unknown --target"},
-		{"missing dir", Options{Source: filepath.Join(tmp, "nope"), Target: "cpu"}, cli.ExitError, "no such file"},
-		{"not a repo", Options{Source: "just-a-name", Target: "cpu"}, cli.ExitError, "neither an existing directory"},
-		{"no model files", Options{Source: empty, Target: "cpu"}, cli.ExitError, "no model files"},
-		{"empty config", Options{Source: broken, Target: "cpu"}, cli.ExitError, "config.json"},
+		{"no target", Options{Source: tinyStories}, errkind.Usage, "--target"},
+		{"bad target", Options{Source: tinyStories, Target: "tpu"}, errkind.Usage, "unknown --target"},
+		{"missing dir", Options{Source: filepath.Join(tmp, "nope"), Target: "cpu"}, errkind.Input, "no such file"},
+		{"not a repo", Options{Source: "just-a-name", Target: "cpu"}, errkind.Input, "neither an existing directory"},
+		{"no model files", Options{Source: empty, Target: "cpu"}, errkind.Input, "no model files"},
+		{"empty config", Options{Source: broken, Target: "cpu"}, errkind.Input, "config.json"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.opts.Out = filepath.Join(tmp, "out-"+strings.ReplaceAll(c.name, " ", "-"))
 			c.opts.CacheDir = filepath.Join(tmp, "cache")
 			_, err := Run(context.Background(), nil, c.opts)
-			if err == nil || cli.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("err = %v (code %d), want code %d mentioning %q", err, cli.CodeOf(err), c.code, c.want)
+			if err == nil || errkind.Of(err) != c.code || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v (kind %v), want kind %v mentioning %q", err, errkind.Of(err), c.code, c.want)
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error is not one line: %q", err)
@@ -347,7 +356,7 @@ func TestPrepRedoesDamagedCacheEntry(t *testing.T) {
 	}
 	os.RemoveAll(opts.Out)
 	var log eventLog
-	if _, err := Run(context.Background(), log.io(), opts); err != nil {
+	if _, err := Run(context.Background(), log.sink(), opts); err != nil {
 		t.Fatal(err)
 	}
 	evs := log.events(t)

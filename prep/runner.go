@@ -11,15 +11,15 @@ import (
 
 	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/atomicfile"
-	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/internal/failpoint"
+	"github.com/edgectl/edgectl/internal/progress"
 	"github.com/edgectl/edgectl/internal/version"
 )
 
 // runner executes steps in order, skipping those already in the cache.
 type runner struct {
 	cache *Cache
-	rep   *Reporter
+	emit  progress.Func
 	force bool
 	// srcDir is the source as the steps see it; srcShow is how errors name
 	// it. A step reading a cache entry derived from the source has that
@@ -72,17 +72,17 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 	}
 	if !r.force {
 		if rec := r.cache.lookup(key); rec != nil {
-			r.rep.Emit(Event{Event: "skip", Step: st.Name, Key: key, Reason: "cached"})
+			r.emit.Emit(progress.Event{Event: progress.Skip, Step: st.Name, Key: key, Reason: "cached"})
 			// Findings are replayed so the events of a rerun tell the same story.
 			for i := range rec.Findings {
-				r.rep.Emit(Event{Event: "finding", Step: st.Name, Finding: &rec.Findings[i]})
+				r.emit.Emit(progress.Event{Event: progress.Finding, Step: st.Name, Finding: findingRecord(rec.Findings[i])})
 			}
 			return stepResult{Record: record(rec.Findings), Dir: outOf(rec)}, nil
 		}
 	}
 
 	start := time.Now()
-	r.rep.Emit(Event{Event: "start", Step: st.Name, Key: key})
+	r.emit.Emit(progress.Event{Event: progress.Start, Step: st.Name, Key: key})
 	// An entry that exists here is either being redone (--force) or failed
 	// lookup's checks (damaged): either way it is replaced.
 	d, err := r.cache.begin(key, true)
@@ -90,7 +90,7 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 		return stepResult{}, inStep(st.Name, fmt.Errorf("cache: %w", err))
 	}
 	defer d.Abort()
-	sc := &StepContext{Name: st.Name, In: in, rep: r.rep}
+	sc := &StepContext{Name: st.Name, In: in, emit: r.emit}
 	if !st.Check {
 		sc.Out = filepath.Join(d.Path, "out")
 	}
@@ -103,7 +103,7 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 		if in != r.srcDir && r.srcShow != "" {
 			err = showPath(err, in, r.srcShow)
 		}
-		r.rep.Emit(Event{Event: "error", Step: st.Name, Key: key, Error: err.Error(), ExitCode: exitCode(err)})
+		r.emit.Emit(progress.Event{Event: progress.Error, Step: st.Name, Key: key, Err: err})
 		return stepResult{}, err
 	}
 
@@ -135,12 +135,9 @@ func (r *runner) runStep(ctx context.Context, st Step, in, key string) (stepResu
 	if err := r.cache.commit(d, key); err != nil {
 		return stepResult{}, inStep(st.Name, fmt.Errorf("cache: %w", err))
 	}
-	r.rep.Emit(Event{Event: "done", Step: st.Name, Key: key, DurationMS: time.Since(start).Milliseconds()})
+	r.emit.Emit(progress.Event{Event: progress.Done, Step: st.Name, Key: key, DurationMS: time.Since(start).Milliseconds()})
 	return stepResult{Record: record(rec.Findings), Dir: outOf(&rec)}, nil
 }
-
-// exitCode is the code an error will exit with (for error events).
-func exitCode(err error) int { return cli.CodeOf(err) }
 
 var (
 	buildIDOnce sync.Once

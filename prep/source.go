@@ -7,13 +7,13 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/hub"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/failpoint"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 // modelFiles are the files of a checkpoint the pipeline carries along:
@@ -103,48 +103,39 @@ func resolveLocal(c *Cache, dir string) (*resolved, error) {
 
 // resolveHub pulls repo@rev into the Hugging Face cache (a second pull
 // downloads nothing; an interrupted one resumes) and names it by commit.
-func resolveHub(ctx context.Context, cfg hub.Config, src string, rep *Reporter) (*resolved, error) {
+func resolveHub(ctx context.Context, cfg hub.Config, src string, emit progress.Func) (*resolved, error) {
 	repo, rev, err := splitRepo(src)
 	if err != nil {
 		return nil, err
 	}
 	client, err := hub.NewClient(cfg)
 	if err != nil {
-		return nil, &Error{Step: "pull", Err: err}
+		return nil, &stepError{step: "pull", err: err}
 	}
 	start := time.Now()
-	rep.Emit(Event{Event: "start", Step: "pull", Message: repo})
-	// Hub events are per file and arrive from several goroutines: sum them
-	// into one progress figure for the step.
-	var mu sync.Mutex
-	var total, sum int64
-	perFile := map[string]int64{}
+	emit.Emit(progress.Event{Event: progress.Start, Step: "pull", Message: repo})
+	// Hub events are per file: one progress figure for the step.
+	var files progress.FileSum
 	snap, err := client.Snapshot(ctx, repo, rev, hub.SnapshotOptions{
 		Include: modelFiles, // fnmatch: * also matches /, so subdirectories too
-		OnEvent: func(e hub.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			switch e.Event {
-			case hub.EventStart:
-				total = e.Total
-			case hub.EventFileStart, hub.EventProgress, hub.EventFileDone:
-				sum += e.Bytes - perFile[e.File]
-				perFile[e.File] = e.Bytes
-				rep.Progress("pull", sum, total, "bytes")
-			case hub.EventRetry, hub.EventWarning:
-				rep.Emit(Event{Event: "log", Step: "pull", Message: e.File + ": " + e.Message})
+		OnEvent: func(e progress.Event) {
+			if done, total, moved := files.Add(e); moved {
+				emit.Emit(progress.Event{Event: progress.Progress, Step: "pull", Done: done, Total: total, Unit: "bytes"})
+			}
+			if e.Event == progress.Retry || e.Event == progress.Warning {
+				emit.Emit(progress.Event{Event: progress.Log, Step: "pull", Message: e.File + ": " + e.Message})
 			}
 		},
 	})
 	if err != nil {
-		err = &Error{Step: "pull", Err: err}
-		rep.Emit(Event{Event: "error", Step: "pull", Error: err.Error(), ExitCode: exitCode(err)})
+		err = &stepError{step: "pull", err: err}
+		emit.Emit(progress.Event{Event: progress.Error, Step: "pull", Err: err})
 		return nil, err
 	}
 	if snap.Downloaded() == 0 {
-		rep.Emit(Event{Event: "skip", Step: "pull", Key: snap.Commit, Reason: "in the Hugging Face cache", DurationMS: time.Since(start).Milliseconds()})
+		emit.Emit(progress.Event{Event: progress.Skip, Step: "pull", Key: snap.Commit, Reason: "in the Hugging Face cache", DurationMS: time.Since(start).Milliseconds()})
 	} else {
-		rep.Emit(Event{Event: "done", Step: "pull", Key: snap.Commit, DurationMS: time.Since(start).Milliseconds()})
+		emit.Emit(progress.Event{Event: progress.Done, Step: "pull", Key: snap.Commit, DurationMS: time.Since(start).Milliseconds()})
 	}
 	if len(snap.Files) == 0 {
 		return nil, inputErr("%s@%s has no model files (config.json, *.safetensors, tokenizer.json…)", repo, snap.Commit)

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/edgectl/edgectl/artifact"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 // Step is one stage of the pipeline. Its output depends only on its input
@@ -87,29 +88,31 @@ type StepContext struct {
 	Out string
 
 	findings []artifact.Finding
-	rep      *Reporter
+	emit     progress.Func
 }
 
 // Finding records something the step noticed or changed; it goes to the
 // events now and to the manifest later.
 func (sc *StepContext) Finding(f artifact.Finding) {
 	sc.findings = append(sc.findings, f)
-	sc.rep.Emit(Event{Event: "finding", Step: sc.Name, Finding: &f})
+	sc.emit.Emit(progress.Event{Event: progress.Finding, Step: sc.Name, Finding: findingRecord(f)})
 }
 
 // Progress reports how far the step is.
 func (sc *StepContext) Progress(done, total int64, unit string) {
-	sc.rep.Progress(sc.Name, done, total, unit)
+	sc.emit.Emit(progress.Event{Event: progress.Progress, Step: sc.Name, Done: done, Total: total, Unit: unit})
 }
 
 // Logf writes a line for people.
 func (sc *StepContext) Logf(format string, args ...any) {
-	sc.rep.Emit(Event{Event: "log", Step: sc.Name, Message: fmt.Sprintf(format, args...)})
+	sc.emit.Emit(progress.Event{Event: progress.Log, Step: sc.Name, Message: fmt.Sprintf(format, args...)})
 }
 
 // ToolLog passes an external tool's output line to people (stderr), never
 // to the --json event stream.
-func (sc *StepContext) ToolLog(line string) { sc.rep.Log(line) }
+func (sc *StepContext) ToolLog(line string) {
+	sc.emit.Emit(progress.Event{Event: progress.ToolLog, Step: sc.Name, Message: line})
+}
 
 // LinkInput fills Out with the input's files (hard links where possible),
 // leaving out the names in skip so the step can write its own versions.

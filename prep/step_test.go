@@ -125,7 +125,7 @@ func TestStepRunsOnlyWithItsKeyedOptions(t *testing.T) {
 		got = o
 		return os.MkdirAll(sc.Out, 0o755)
 	})
-	r := &runner{cache: cache, rep: &Reporter{}}
+	r := &runner{cache: cache}
 	recs, _, _, err := r.run(context.Background(), tmp, "local:x", []Step{st})
 	must(t, err)
 	if got != (leaky{Shown: "a"}) {

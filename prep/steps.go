@@ -9,6 +9,7 @@ import (
 	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/doctor"
 	"github.com/edgectl/edgectl/format/safetensors"
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/patch"
 )
 
@@ -62,7 +63,7 @@ func doctorStep(o doctorOptions) Step {
 func runDoctor(ctx context.Context, sc *StepContext, o doctorOptions) error {
 	r, err := doctor.Check(sc.In, doctor.Options{Target: o.Target, KVCacheLen: o.KVCacheLen})
 	if err != nil {
-		return &Error{Kind: KindInput, Err: err}
+		return errkind.Wrap(errkind.Input, err)
 	}
 	var blocking []string
 	for _, f := range r.Findings {
@@ -93,7 +94,7 @@ func patchConfigStep(o patchConfigOptions) Step {
 func runPatchConfig(ctx context.Context, sc *StepContext, o patchConfigOptions) error {
 	edits, err := patch.PlanConfig(sc.In, patch.ConfigOptions{EOS: o.EOS, KVCacheLen: o.KVCacheLen})
 	if err != nil {
-		return &Error{Kind: KindInput, Err: err}
+		return errkind.Wrap(errkind.Input, err)
 	}
 	out, err := patch.NewOutput(sc.In, sc.Out, false)
 	if err != nil {
@@ -125,7 +126,7 @@ func layerNormStep() Step {
 func runLayerNorm(ctx context.Context, sc *StepContext, o layerNormOptions) error {
 	plan, err := patch.PlanLayerNorm(sc.In, patch.LayerNormOptions{DType: o.DType})
 	if err != nil {
-		return &Error{Kind: KindInput, Err: err}
+		return errkind.Wrap(errkind.Input, err)
 	}
 	defer plan.Close()
 	out, err := patch.NewOutput(sc.In, sc.Out, false)

@@ -3,16 +3,16 @@ package prep
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/progress"
 	"github.com/edgectl/edgectl/pulsar2"
 	"github.com/edgectl/edgectl/quant"
 )
@@ -39,22 +39,19 @@ func runQuant(ctx context.Context, sc *StepContext, o quantOptions) error {
 		}
 		output = filepath.Join(sc.Out, o.File)
 	}
-	var inBytes atomic.Int64 // quant's workers report concurrently
 	res, err := quant.Pack(ctx, quant.Options{
 		Input: sc.In, Output: output, Format: o.Format, Ternarize: o.Ternarize,
-		Progress: func(n int64) {
-			sc.Progress(inBytes.Add(n), 0, "bytes")
-		},
-		Warn: func(msg string) {
-			sc.Finding(artifact.Finding{Severity: "warning", Code: "quant", Message: scrubText(sc.In, msg)})
+		OnEvent: func(e progress.Event) {
+			switch e.Event {
+			case progress.Progress:
+				sc.Progress(e.Done, e.Total, e.Unit)
+			case progress.Warning:
+				sc.Finding(artifact.Finding{Severity: "warning", Code: "quant", Message: scrubText(sc.In, e.Message)})
+			}
 		},
 	})
 	if err != nil {
-		var ie *quant.InputError
-		if errors.As(err, &ie) {
-			return &Error{Kind: KindInput, Err: err} // the runner names the source, not the cache
-		}
-		return err
+		return err // bad input is errkind.Input already; the runner names the source, not the cache
 	}
 	// One finding per tensor type and method: what the artifact holds.
 	count := map[string]int{}
@@ -105,7 +102,7 @@ func gptqStep() Step {
 func runGPTQ(ctx context.Context, sc *StepContext, o quantOptions) error {
 	cfg, err := hfconfig.Load(filepath.Join(sc.In, "config.json"))
 	if err != nil {
-		return &Error{Kind: KindInput, Err: err}
+		return errkind.Wrap(errkind.Input, err)
 	}
 	if len(cfg.Text().QuantizationConfig) > 0 {
 		sc.Finding(artifact.Finding{Severity: "info", Code: "quantization", Message: "config.json already has a quantization_config: weights kept as they are"})

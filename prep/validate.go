@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/doctor"
 	"github.com/edgectl/edgectl/format/hfconfig"
+	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/format/tokjson"
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/patch"
 )
 
@@ -34,10 +35,7 @@ var unloadable = map[string]bool{
 var decoderFamilies = map[string]bool{"llama": true, "mistral": true, "qwen2": true, "qwen3": true, "bitnet": true}
 
 // decoderProjections are the tensors every layer of a decoderFamilies model has.
-var decoderProjections = []string{
-	"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
-	"mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
-}
+var decoderProjections = []hflayout.Kind{hflayout.Q, hflayout.K, hflayout.V, hflayout.O, hflayout.Gate, hflayout.Up, hflayout.Down}
 
 // validate checks that the checkpoint in dir can be loaded at all: a config
 // with an architecture and positive dimensions, a readable tokenizer, every
@@ -49,7 +47,7 @@ func validate(dir string, norms bool) ([]artifact.Finding, error) {
 	var probs, warns []string
 	cfg, err := hfconfig.Load(filepath.Join(dir, "config.json"))
 	if err != nil {
-		return nil, &Error{Kind: KindInput, Err: err} // hfconfig's errors say where and how to fix
+		return nil, errkind.Wrap(errkind.Input, err) // hfconfig's errors say where and how to fix
 	}
 	if n := cfg.Text().Experts(); n > 0 {
 		return nil, blockedErr("%s declares %d experts: mixture-of-experts models are not supported by edgectl's targets", cfg.Path, n)
@@ -62,7 +60,7 @@ func validate(dir string, norms bool) ([]artifact.Finding, error) {
 
 	ck, err := safetensors.OpenCheckpoint(dir)
 	if err != nil {
-		return nil, &Error{Kind: KindInput, Err: fmt.Errorf("%v: download the checkpoint again", err)}
+		return nil, inputErr("%v: download the checkpoint again", err)
 	}
 	defer ck.Close()
 	t := cfg.Text()
@@ -75,7 +73,7 @@ func validate(dir string, norms bool) ([]artifact.Finding, error) {
 	// Doctor runs on sizes already checked against the files.
 	r, err := doctor.Check(dir, doctor.Options{Target: "ax650"})
 	if err != nil {
-		return nil, &Error{Kind: KindInput, Err: err}
+		return nil, errkind.Wrap(errkind.Input, err)
 	}
 	for _, f := range r.Findings {
 		if f.Severity == doctor.Blocking && unloadable[f.ID] {
@@ -86,7 +84,7 @@ func validate(dir string, norms bool) ([]artifact.Finding, error) {
 		return nil, inputErr("%s", strings.Join(probs, "; "))
 	}
 	if err := checkFinite(ck); err != nil {
-		return nil, &Error{Kind: KindInput, Err: err}
+		return nil, errkind.Wrap(errkind.Input, err)
 	}
 
 	findings := []artifact.Finding{{Severity: "info", Code: "checkpoint",
@@ -127,8 +125,6 @@ func checkConfig(cfg *hfconfig.Config) []string {
 	return nil
 }
 
-var layerNameRe = regexp.MustCompile(`^(.*)layers\.(\d+)\.(.+)$`)
-
 // checkTensors reports the tensors the config implies and the checkpoint
 // lacks: a layer with no tensors at all, and for decoderFamilies a missing
 // projection (or, with norms, a norm: targets whose steps do not inject
@@ -140,13 +136,14 @@ func checkTensors(ck *safetensors.Checkpoint, cfg *hfconfig.Config, norms bool) 
 	for _, x := range ck.Tensors() {
 		names = append(names, x.Name)
 	}
-	prefix := patch.Prefix(names)
+	lay, err := hflayout.Detect(names)
+	if err != nil { // no known root: every layer is reported missing below
+		lay = hflayout.WithPrefix(hflayout.Prefixes()[0])
+	}
 	layers := map[int]bool{}
 	for _, n := range names {
-		if m := layerNameRe.FindStringSubmatch(n); m != nil && m[1] == prefix {
-			if i, err := strconv.Atoi(m[2]); err == nil {
-				layers[i] = true
-			}
+		if i, _, ok := lay.LayerOf(n); ok {
+			layers[i] = true
 		}
 	}
 	var empty []string
@@ -168,14 +165,14 @@ func checkTensors(ck *safetensors.Checkpoint, cfg *hfconfig.Config, norms bool) 
 	}
 	hd := int64(t.HeadDimension())
 	h, ffn, q, kv := int64(t.HiddenSize), int64(t.IntermediateSize), int64(t.NumAttentionHeads)*hd, int64(t.KVHeads())*hd
-	shapes := map[string][2]int64{
-		"self_attn.q_proj.weight": {q, h}, "self_attn.k_proj.weight": {kv, h}, "self_attn.v_proj.weight": {kv, h},
-		"self_attn.o_proj.weight": {h, q}, "mlp.gate_proj.weight": {ffn, h}, "mlp.up_proj.weight": {ffn, h}, "mlp.down_proj.weight": {h, ffn},
+	shapes := map[hflayout.Kind][2]int64{
+		hflayout.Q: {q, h}, hflayout.K: {kv, h}, hflayout.V: {kv, h},
+		hflayout.O: {h, q}, hflayout.Gate: {ffn, h}, hflayout.Up: {ffn, h}, hflayout.Down: {h, ffn},
 	}
 	var missing, wrong []string
 	for i := range t.NumHiddenLayers {
 		for _, p := range decoderProjections {
-			name := fmt.Sprintf("%slayers.%d.%s", prefix, i, p)
+			name := lay.LayerName(i, p)
 			f, x, ok := ck.Lookup(name)
 			if !ok {
 				missing = append(missing, name)
@@ -194,7 +191,7 @@ func checkTensors(ck *safetensors.Checkpoint, cfg *hfconfig.Config, norms bool) 
 		for _, n := range names {
 			have[n] = true
 		}
-		if exp, err := patch.ExpectedNorms(cfg, prefix); err == nil {
+		if exp, err := patch.ExpectedNorms(cfg, lay.Prefix); err == nil {
 			for _, n := range patch.Missing(exp, have) {
 				missing = append(missing, n.Name)
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/cpu"
 	"github.com/edgectl/edgectl/format/safetensors"
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // copyFixture copies the TinyStories fixture into dir.
@@ -169,8 +169,8 @@ func TestPrepRefusesUnloadableInput(t *testing.T) {
 				t.Fatal("prep accepted it")
 			}
 			msg := err.Error()
-			if exitCode(err) != cli.ExitError || !strings.Contains(msg, "prep step check: ") || !strings.Contains(msg, tc.want) {
-				t.Errorf("exit %d, error %q; want exit 1 from the check step with %q", exitCode(err), msg, tc.want)
+			if errkind.Of(err) != errkind.Input || !strings.Contains(msg, "prep step check: ") || !strings.Contains(msg, tc.want) {
+				t.Errorf("kind %v, error %q; want bad input from the check step with %q", errkind.Of(err), msg, tc.want)
 			}
 			if named := filepath.Join(src, tc.file); !strings.Contains(msg, strings.TrimSuffix(named, "/")) || strings.Contains(msg, o.CacheDir) {
 				t.Errorf("error %q should name %s and nothing in the cache", msg, named)

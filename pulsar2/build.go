@@ -19,6 +19,7 @@ import (
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/pathguard"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 // BuildOptions configure one compiler run. Zero values pick the defaults.
@@ -50,9 +51,9 @@ type BuildOptions struct {
 	DryRun bool
 	// Log receives the compiler's log, line by line, and edgectl's notes.
 	Log io.Writer
-	// Progress, if set, returns a writer that tracks a byte copy of total
-	// bytes (the command layer passes cli.IO.Bar).
-	Progress func(total int64, desc string) io.Writer
+	// OnEvent, if set, hears the progress of edgectl's own long writes
+	// (step "embedding": bytes of the bf16 embedding).
+	OnEvent progress.Func
 }
 
 // minCosSim is the similarity below which pulsar2's own check (-c 1) is
@@ -85,8 +86,9 @@ type BuildResult struct {
 }
 
 // Build compiles opts.ModelDir with pulsar2 in its container and leaves an
-// axllm-loadable directory at opts.OutDir. Errors are *BuildError (with
-// ExitCode) for everything the build can explain.
+// axllm-loadable directory at opts.OutDir. Errors are *BuildError (bad
+// input or a failed tool, see its Unwrap) for everything the build can
+// explain.
 func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 	start := time.Now()
 	logw := opts.Log
@@ -434,10 +436,7 @@ func (p *plan) finish(dir string, res *BuildResult, opts BuildOptions) error {
 	if err != nil {
 		return err
 	}
-	var prog io.Writer
-	if opts.Progress != nil {
-		prog = opts.Progress(axllm.EmbedBytes(p.vocab, p.hidden), "embedding")
-	}
+	prog := progress.Writer(progress.Every(progress.Interval, opts.OnEvent), "embedding", axllm.EmbedBytes(p.vocab, p.hidden))
 	fmt.Fprintf(logw, "edgectl: writing %s (%s %v → bf16)\n", axllm.EmbedFileName, et.DType, et.Shape)
 	if err := WriteEmbedding(ef, et, filepath.Join(dir, axllm.EmbedFileName), prog); err != nil {
 		return err

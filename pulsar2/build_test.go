@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/format/axllm"
+	"github.com/edgectl/edgectl/internal/errkind"
 
 	"github.com/edgectl/edgectl/format/safetensors"
-	"github.com/edgectl/edgectl/internal/cli"
 )
 
 func TestBuildLLMBuildEndToEnd(t *testing.T) {
@@ -183,8 +183,8 @@ func TestBuildKnownFailures(t *testing.T) {
 			if be.Kind != c.kind || !strings.Contains(be.Fix, c.fixHas) {
 				t.Errorf("kind %q fix %q, want %q with %q", be.Kind, be.Fix, c.kind, c.fixHas)
 			}
-			if cli.CodeOf(err) != cli.ExitTool {
-				t.Errorf("exit code %d, want %d", cli.CodeOf(err), cli.ExitTool)
+			if errkind.Of(err) != errkind.Tool {
+				t.Errorf("kind %v, want %v", errkind.Of(err), errkind.Tool)
 			}
 			if strings.Contains(be.Error(), "\n") {
 				t.Errorf("error is not one line: %q", be.Error())
@@ -293,8 +293,8 @@ func TestBuildInputErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.msgHas) {
 				t.Fatalf("err = %v, want one mentioning %q", err, c.msgHas)
 			}
-			if cli.CodeOf(err) != cli.ExitError {
-				t.Errorf("exit code %d, want %d", cli.CodeOf(err), cli.ExitError)
+			if errkind.Of(err) != errkind.Input {
+				t.Errorf("kind %v, want %v", errkind.Of(err), errkind.Input)
 			}
 			if calls := dockerCalls(t, log); len(calls) > 0 {
 				t.Errorf("input fault reached the runtime: %q", calls)

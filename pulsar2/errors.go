@@ -3,10 +3,13 @@ package pulsar2
 import (
 	"strings"
 
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
-// Failure kinds of a build. They are stable: --json output carries them.
+// Failures of a build, finer than an errkind: which known compiler fault
+// the log shows, and so which fix to print. They are stable: --json output
+// carries them (build_failed's "kind"). Unwrap turns them into the errkind
+// the exit code comes from.
 const (
 	FailInput     = "input"      // the model directory or the options are wrong
 	FailRuntime   = "runtime"    // no container runtime, or it failed to start
@@ -44,13 +47,13 @@ func (e *BuildError) Error() string {
 	return b.String()
 }
 
-// ExitCode maps input faults to cli.ExitError and everything the compiler
-// or the container runtime did to cli.ExitTool.
-func (e *BuildError) ExitCode() int {
+// Unwrap gives the error's errkind: bad input for FailInput, a failed
+// external tool for everything the compiler or the container runtime did.
+func (e *BuildError) Unwrap() error {
 	if e.Kind == FailInput {
-		return cli.ExitError
+		return errkind.Input
 	}
-	return cli.ExitTool
+	return errkind.Tool
 }
 
 func inputErr(msg, fix string) *BuildError { return &BuildError{Kind: FailInput, Msg: msg, Fix: fix} }

@@ -14,7 +14,7 @@ import (
 	"github.com/edgectl/edgectl/format/axllm"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/testbin"
 )
 
@@ -172,8 +172,8 @@ func TestNativeKnownFailures(t *testing.T) {
 			if be.Kind != c.kind || !strings.Contains(be.Fix, c.fixHas) {
 				t.Errorf("kind %q fix %q, want %q with %q", be.Kind, be.Fix, c.kind, c.fixHas)
 			}
-			if cli.CodeOf(err) != cli.ExitTool {
-				t.Errorf("exit code %d, want %d", cli.CodeOf(err), cli.ExitTool)
+			if errkind.Of(err) != errkind.Tool {
+				t.Errorf("kind %v, want %v", errkind.Of(err), errkind.Tool)
 			}
 			if fileExists(out) {
 				t.Error("output directory created by a failed build")
@@ -237,8 +237,8 @@ func TestNativeRefusesSelfCallingPulsar2(t *testing.T) {
 		if !errors.As(err, &be) || be.Kind != FailRuntime || !strings.Contains(be.Msg, c.msgHas) || be.Fix != loopFix {
 			t.Errorf("--pulsar2-bin %s: err %v, want a runtime failure naming %q with the loop fix", c.bin, err, c.msgHas)
 		}
-		if cli.CodeOf(err) != cli.ExitTool || fileExists(out) {
-			t.Errorf("--pulsar2-bin %s: exit %d, output %v", c.bin, cli.CodeOf(err), fileExists(out))
+		if errkind.Of(err) != errkind.Tool || fileExists(out) {
+			t.Errorf("--pulsar2-bin %s: kind %v, output %v", c.bin, errkind.Of(err), fileExists(out))
 		}
 	}
 	if cs := nativeCalls(t, calls); len(cs) != 0 {

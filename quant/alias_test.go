@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/pathguard"
 )
 
@@ -55,7 +56,7 @@ func TestPackNeverOverwritesAnInput(t *testing.T) {
 		if strings.HasSuffix(c.out, "side.h1b") {
 			named = htokPath(c.out) // the sidecar is what collides
 		}
-		if !errors.As(err, &pe) || pe.ExitCode() != 2 || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "refusing to write -o "+named+": ") {
+		if !errors.As(err, &pe) || !errors.Is(err, errkind.Usage) || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "refusing to write -o "+named+": ") {
 			t.Errorf("-o %s (%s): %v; want a refusal saying %q", c.out, c.format, err, c.want)
 		}
 	}

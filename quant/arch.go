@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/edgectl/edgectl/format/hflayout"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // dims are the decoder dimensions from config.json.
@@ -29,14 +30,14 @@ type layout struct {
 func (p *packer) loadModel() (*layout, error) {
 	s := p.src
 	if s.cfg == nil {
-		return nil, inputErrorf("%s has no config.json: %s needs the model's dimensions (put config.json beside the weights)", s.dir, p.opts.Format)
+		return nil, errkind.Errorf(errkind.Input, "%s has no config.json: %s needs the model's dimensions (put config.json beside the weights)", s.dir, p.opts.Format)
 	}
 	c := s.cfg
 	d := dims{hidden: c.HiddenSize, inter: c.IntermediateSize, layers: c.NumHiddenLayers, heads: c.NumAttentionHeads,
 		kvHeads: c.KVHeads(), headDim: c.HeadDimension(), vocab: c.VocabSize, ctx: c.MaxPositionEmbeddings,
 		eps: c.RMSNormEps, theta: c.RopeTheta, act: c.HiddenAct}
 	if d.hidden <= 0 || d.inter <= 0 || d.layers <= 0 || d.heads <= 0 || d.vocab <= 0 {
-		return nil, inputErrorf("%s: config.json lacks hidden_size, intermediate_size, num_hidden_layers, num_attention_heads or vocab_size", s.dir)
+		return nil, errkind.Errorf(errkind.Input, "%s: config.json lacks hidden_size, intermediate_size, num_hidden_layers, num_attention_heads or vocab_size", s.dir)
 	}
 	if d.eps == 0 {
 		d.eps = 1e-5
@@ -53,7 +54,7 @@ func (p *packer) loadModel() (*layout, error) {
 	names := s.names()
 	hf, err := hflayout.Detect(names)
 	if err != nil {
-		return nil, inputErrorf("%s: %v", p.opts.Input, err)
+		return nil, errkind.Errorf(errkind.Input, "%s: %v", p.opts.Input, err)
 	}
 	lay := &layout{hf: hf, model: map[string]string{}, layers: make([]map[string]string, d.layers)}
 	for i := range lay.layers {
@@ -71,7 +72,7 @@ func (p *packer) loadModel() (*layout, error) {
 		case layer < 0:
 			lay.model[kind] = name
 		case layer >= d.layers:
-			return nil, inputErrorf("tensor %q is layer %d, but config.json says num_hidden_layers = %d", name, layer, d.layers)
+			return nil, errkind.Errorf(errkind.Input, "tensor %q is layer %d, but config.json says num_hidden_layers = %d", name, layer, d.layers)
 		default:
 			lay.layers[layer][kind] = name
 		}
@@ -85,7 +86,7 @@ func (p *packer) loadModel() (*layout, error) {
 		}
 	}
 	if nLinear == 0 {
-		return nil, inputErrorf("%s: no linear weights (%slayers.N.{self_attn,mlp}.*_proj.weight) found: nothing to pack", p.opts.Input, hf.Prefix)
+		return nil, errkind.Errorf(errkind.Input, "%s: no linear weights (%slayers.N.{self_attn,mlp}.*_proj.weight) found: nothing to pack", p.opts.Input, hf.Prefix)
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
@@ -94,12 +95,12 @@ func (p *packer) loadModel() (*layout, error) {
 			more = fmt.Sprintf(" and %d more", len(unknown)-3)
 			unknown = unknown[:3]
 		}
-		return nil, inputErrorf("tensor %s%s is not part of a llama/bitnet decoder; quant pack handles llama and bitnet checkpoints", strings.Join(quoteAll(unknown), ", "), more)
+		return nil, errkind.Errorf(errkind.Input, "tensor %s%s is not part of a llama/bitnet decoder; quant pack handles llama and bitnet checkpoints", strings.Join(quoteAll(unknown), ", "), more)
 	}
 	for l, m := range lay.layers {
 		for _, k := range append([]string{"input_norm", "post_attn_norm"}, LinearKinds...) {
 			if _, ok := m[k]; !ok {
-				return nil, inputErrorf("layer %d has no %s tensor (%s)", l, k, hf.LayerName(l, hflayout.Kind(k)))
+				return nil, errkind.Errorf(errkind.Input, "layer %d has no %s tensor (%s)", l, k, hf.LayerName(l, hflayout.Kind(k)))
 			}
 		}
 	}
@@ -107,18 +108,18 @@ func (p *packer) loadModel() (*layout, error) {
 	// dedup may keep the shared matrix only as the head.
 	emb, err := hf.StoredEmbedding(c.Tied())
 	if err != nil {
-		return nil, inputErrorf("%s: %v", p.opts.Input, err)
+		return nil, errkind.Errorf(errkind.Input, "%s: %v", p.opts.Input, err)
 	}
 	if emb != lay.model["embedding"] {
 		lay.model["embedding"] = emb
 		delete(lay.model, "lm_head")
 	}
 	if _, ok := lay.model["final_norm"]; !ok {
-		return nil, inputErrorf("%s: tensor %q is missing", p.opts.Input, hf.Name(hflayout.FinalNorm))
+		return nil, errkind.Errorf(errkind.Input, "%s: tensor %q is missing", p.opts.Input, hf.Name(hflayout.FinalNorm))
 	}
 	head, err := hf.StoredHead(c.Tied())
 	if err != nil {
-		return nil, inputErrorf("%s: %v", p.opts.Input, err)
+		return nil, errkind.Errorf(errkind.Input, "%s: %v", p.opts.Input, err)
 	}
 	d.tied = head == ""
 	p.dims = d
@@ -158,7 +159,7 @@ func (d dims) expectShape(kind string) (rows, k int) {
 func (p *packer) checkShape(l *linear, kind string) error {
 	rows, k := p.dims.expectShape(kind)
 	if l.rows != rows || l.k != k {
-		return inputErrorf("tensor %q holds [%d, %d] weights, but config.json implies [%d, %d] for %s", l.name, l.rows, l.k, rows, k, kind)
+		return errkind.Errorf(errkind.Input, "tensor %q holds [%d, %d] weights, but config.json implies [%d, %d] for %s", l.name, l.rows, l.k, rows, k, kind)
 	}
 	return nil
 }

@@ -86,11 +86,6 @@ func GPTQRowCodes(q []uint8, w []float32, scales []uint16) {
 	}
 }
 
-// GPTQDequant is w = s·(q − 8) for one element.
-func GPTQDequant(q uint8, scale uint16) float32 {
-	return half.F16ToF32(scale) * float32(int(q)-gptqZero)
-}
-
 // gptqTensor is one projection quantized in memory: codes packed as
 // qweight [K/8, N] (little-endian int32 words) and scales [G, N] F16.
 type gptqTensor struct {

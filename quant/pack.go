@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 // Output formats of Pack.
@@ -37,10 +40,9 @@ type Options struct {
 	Threads int
 	// TokenizerPre overrides tokenizer.ggml.pre (GGUF only).
 	TokenizerPre string
-	// Progress, when set, is called with input bytes as they are consumed.
-	Progress func(n int64)
-	// Warn, when set, receives warnings (one line each).
-	Warn func(msg string)
+	// OnEvent, when set, hears Progress (input bytes consumed, step
+	// "quant") and each Warning (one line; also in Result.Warnings).
+	OnEvent progress.Func
 }
 
 // TensorReport describes one output tensor.
@@ -67,16 +69,6 @@ type Result struct {
 	// StaleRemoved lists temporaries of killed earlier runs writing the
 	// same outputs, removed before this one.
 	StaleRemoved []string `json:"stale_removed,omitempty"`
-}
-
-// InputError is bad input: a tensor the format cannot take, NaN/Inf, a
-// missing piece. Commands map it to exit 1.
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
-
-func inputErrorf(format string, args ...any) error {
-	return &InputError{fmt.Sprintf(format, args...)}
 }
 
 // Pack converts a checkpoint into one of Formats.
@@ -107,7 +99,8 @@ func Pack(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer src.close()
-	p := &packer{opts: opts, src: src, res: &Result{Output: opts.Output, Format: opts.Format, InputBytes: src.bytes, StaleRemoved: stale}}
+	p := &packer{opts: opts, src: src, res: &Result{Output: opts.Output, Format: opts.Format, InputBytes: src.bytes, StaleRemoved: stale},
+		emit: progress.Every(progress.Interval, opts.OnEvent)}
 	start := time.Now()
 	switch opts.Format {
 	case FormatTQ2_0, FormatTQ1_0, FormatF16, FormatF32:
@@ -134,23 +127,26 @@ type packer struct {
 	src  *source
 	res  *Result
 	dims dims
+	emit progress.Func // opts.OnEvent, progress at most every progress.Interval
+
 	mu   sync.Mutex
+	done int64 // input bytes consumed, for progress
 }
 
 func (p *packer) warn(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.res.Warnings = append(p.res.Warnings, msg)
-	if p.opts.Warn != nil {
-		p.opts.Warn(msg)
-	}
+	p.emit.Emit(progress.Event{Event: progress.Warning, Message: msg})
 }
 
 func (p *packer) progress(n int64) {
-	if p.opts.Progress != nil {
-		p.mu.Lock()
-		p.opts.Progress(n)
-		p.mu.Unlock()
+	if p.emit == nil {
+		return
 	}
+	p.mu.Lock() // workers report concurrently; the counts go out in order
+	defer p.mu.Unlock()
+	p.done += n
+	p.emit(progress.Event{Event: progress.Progress, Step: "quant", Done: p.done, Total: p.src.bytes, Unit: "bytes"})
 }
 
 // chunkBytes is the input size of one parallel job (a variable so tests
@@ -166,7 +162,7 @@ func chunkRows(l *linear) int {
 func valueError(l *linear, r int, err error) error {
 	var re *RowError
 	if errors.As(err, &re) {
-		return inputErrorf("tensor %q %v: row %d, %s", l.name, l.fromShape, r, re.Error())
+		return errkind.Errorf(errkind.Input, "tensor %q %v: row %d, %s", l.name, l.fromShape, r, re.Error())
 	}
 	return fmt.Errorf("tensor %q %v: row %d: %w", l.name, l.fromShape, r, err)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/edgectl/edgectl/format/gguf"
 	"github.com/edgectl/edgectl/format/half"
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/failpoint"
 )
 
@@ -28,7 +29,7 @@ func (p *packer) packGGUF(ctx context.Context) error {
 	}
 	arch := p.src.arch
 	if arch == "" {
-		return inputErrorf("%s: config.json architecture %q is not supported for GGUF output (llama, bitnet)", p.src.dir, p.src.cfg.Arch())
+		return errkind.Errorf(errkind.Input, "%s: config.json architecture %q is not supported for GGUF output (llama, bitnet)", p.src.dir, p.src.cfg.Arch())
 	}
 	d := p.dims
 	qt, ftype := gguf.TypeTQ2_0, gguf.FileTypeTQ2_0
@@ -72,7 +73,7 @@ func (p *packer) packGGUF(ctx context.Context) error {
 			return err
 		}
 		if l.packed {
-			return inputErrorf("tensor %q is packed ternary; only projection weights may be", hf)
+			return errkind.Errorf(errkind.Input, "tensor %q is packed ternary; only projection weights may be", hf)
 		}
 		plan = append(plan, &ggufTensor{name: gname, hf: hf, typ: embType, ne: []int64{int64(l.k), int64(l.rows)},
 			write: func(ctx context.Context, w *gguf.Writer) error { return p.writeFloat(ctx, l, nil, embType, w) }})
@@ -109,7 +110,7 @@ func (p *packer) packGGUF(ctx context.Context) error {
 				return err
 			}
 			if ternary && l.k%QK != 0 {
-				return inputErrorf("tensor %q %v: rows of %d weights cannot be %s, which packs blocks of %d along the input dimension (element %d starts a partial block); use --format sherry/halo2/tq1h or gptq-int4",
+				return errkind.Errorf(errkind.Input, "tensor %q %v: rows of %d weights cannot be %s, which packs blocks of %d along the input dimension (element %d starts a partial block); use --format sherry/halo2/tq1h or gptq-int4",
 					hf, l.fromShape, l.k, qt, QK, l.k-l.k%QK)
 			}
 			var order []int

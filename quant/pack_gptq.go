@@ -14,6 +14,7 @@ import (
 	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // isGPTQLinear reports a projection GPTQ quantizes: every 2-D
@@ -28,12 +29,12 @@ func isGPTQLinear(lay hflayout.Layout, name string) bool {
 func (p *packer) packGPTQ(ctx context.Context) error {
 	s := p.src
 	if s.rawCfg == nil {
-		return inputErrorf("%s has no config.json: gptq-int4 writes quantization_config into it", s.dir)
+		return errkind.Errorf(errkind.Input, "%s has no config.json: gptq-int4 writes quantization_config into it", s.dir)
 	}
 	names := s.names()
 	lay, err := hflayout.Detect(names)
 	if err != nil {
-		return inputErrorf("%s: %v", p.opts.Input, err)
+		return errkind.Errorf(errkind.Input, "%s: %v", p.opts.Input, err)
 	}
 	var sources []safetensors.Source
 	nLinear := 0
@@ -51,13 +52,13 @@ func (p *packer) packGPTQ(ctx context.Context) error {
 			return err
 		}
 		if l.k%8 != 0 || l.rows%8 != 0 {
-			return inputErrorf("tensor %q [%d, %d]: GPTQ packs 8 weights per int32 along both dimensions, so in_features (%d) and out_features (%d) must be multiples of 8", name, l.rows, l.k, l.k, l.rows)
+			return errkind.Errorf(errkind.Input, "tensor %q [%d, %d]: GPTQ packs 8 weights per int32 along both dimensions, so in_features (%d) and out_features (%d) must be multiples of 8", name, l.rows, l.k, l.k, l.rows)
 		}
 		nLinear++
 		sources = append(sources, p.gptqSources(ctx, l)...)
 	}
 	if nLinear == 0 {
-		return inputErrorf("%s: no linear weights (%slayers.N.*_proj.weight) found: nothing to quantize", p.opts.Input, lay.Prefix)
+		return errkind.Errorf(errkind.Input, "%s: no linear weights (%slayers.N.*_proj.weight) found: nothing to quantize", p.opts.Input, lay.Prefix)
 	}
 	p.res.Arch = s.rawCfg.Arch()
 
@@ -109,7 +110,7 @@ func (p *packer) packGPTQ(ctx context.Context) error {
 		if ext != ".json" && ext != ".jinja" && ext != ".model" && ext != ".txt" && ext != ".tiktoken" {
 			continue
 		}
-		if err := copyFile(filepath.Join(s.dir, n), filepath.Join(dir.Path, n)); err != nil {
+		if err := atomicfile.Copy(filepath.Join(s.dir, n), filepath.Join(dir.Path, n), 0o644); err != nil {
 			return err
 		}
 		files = append(files, n)
@@ -177,21 +178,4 @@ func (p *packer) gptqSources(ctx context.Context, l *linear) []safetensors.Sourc
 		{Name: stem + ".scales", DType: safetensors.F16, Shape: []int64{int64(g), int64(n)}, WriteTo: scales},
 		{Name: stem + ".g_idx", DType: safetensors.I32, Shape: []int64{int64(k)}, WriteTo: gidx},
 	}
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/edgectl/edgectl/format/h1b"
 	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/failpoint"
 	"github.com/edgectl/edgectl/sherry"
 )
@@ -23,17 +24,17 @@ func (p *packer) packH1B(ctx context.Context) error {
 	version := map[string]int32{FormatHALO2: h1b.V2HALO2, FormatSherry: h1b.V3Sherry, FormatTQ1H: h1b.V4TQ1}[p.opts.Format]
 	p.res.Ternarize = p.opts.Ternarize
 	if d.headDim*d.heads != d.hidden {
-		return inputErrorf("head_dim %d × num_attention_heads %d ≠ hidden_size %d: .h1b derives head_dim = hidden/heads and cannot describe this model", d.headDim, d.heads, d.hidden)
+		return errkind.Errorf(errkind.Input, "head_dim %d × num_attention_heads %d ≠ hidden_size %d: .h1b derives head_dim = hidden/heads and cannot describe this model", d.headDim, d.heads, d.hidden)
 	}
 	for l, m := range lay.layers {
 		for _, k := range []string{"attn_sub_norm", "ffn_sub_norm"} {
 			if _, ok := m[k]; !ok {
-				return inputErrorf("layer %d has no %s (%s): .h1b holds BitNet models, whose layers have sub-norms", l, k, lay.hf.LayerName(l, hflayout.Kind(k)))
+				return errkind.Errorf(errkind.Input, "layer %d has no %s (%s): .h1b holds BitNet models, whose layers have sub-norms", l, k, lay.hf.LayerName(l, hflayout.Kind(k)))
 			}
 		}
 		for _, k := range []string{"q_bias", "k_bias", "v_bias", "o_bias"} {
 			if hf, ok := m[k]; ok {
-				return inputErrorf("tensor %q: .h1b has no place for biases", hf)
+				return errkind.Errorf(errkind.Input, "tensor %q: .h1b has no place for biases", hf)
 			}
 		}
 	}
@@ -50,7 +51,7 @@ func (p *packer) packH1B(ctx context.Context) error {
 				return err
 			}
 			if version == h1b.V3Sherry && l.k%sherry.RowAlign != 0 {
-				return inputErrorf("tensor %q %v: rows of %d weights cannot be Sherry-packed, which needs a multiple of %d (element %d starts a partial group of 32)",
+				return errkind.Errorf(errkind.Input, "tensor %q %v: rows of %d weights cannot be Sherry-packed, which needs a multiple of %d (element %d starts a partial group of 32)",
 					l.name, l.fromShape, l.k, sherry.RowAlign, l.k-l.k%sherry.RowAlign)
 			}
 			lins[i][kind] = l
@@ -66,7 +67,7 @@ func (p *packer) packH1B(ctx context.Context) error {
 		hdr.TieEmbeddings = 1
 	}
 	if err := hdr.Validate(); err != nil {
-		return inputErrorf("config.json does not fit an .h1b header: %v", err)
+		return errkind.Errorf(errkind.Input, "config.json does not fit an .h1b header: %v", err)
 	}
 
 	var tok *h1b.Tokenizer

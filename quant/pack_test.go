@@ -17,6 +17,7 @@ import (
 	"github.com/edgectl/edgectl/format/half"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/sherry"
 )
 
@@ -560,9 +561,8 @@ func TestPackErrors(t *testing.T) {
 		if strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: multi-line error", c.name)
 		}
-		var ie *InputError
-		if !errors.As(err, &ie) {
-			t.Errorf("%s: %T is not an InputError", c.name, err)
+		if !errors.Is(err, errkind.Input) {
+			t.Errorf("%s: %v is not bad input (kind %v)", c.name, err, errkind.Of(err))
 		}
 		if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
 			t.Errorf("%s: left files behind: %v", c.name, entries)

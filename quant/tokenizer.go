@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgectl/edgectl/format/h1b"
 	"github.com/edgectl/edgectl/format/tokjson"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // llama.cpp token types (llama_token_type).
@@ -49,7 +50,7 @@ func (p *packer) loadTokenizer(vocab int) (*tokenizerInfo, error) {
 		return nil, err
 	}
 	if f.Model.Type != "BPE" {
-		return nil, inputErrorf("%s: %s tokenizers cannot be written as GGUF/.htok metadata by edgectl (BPE only)", path, f.Model.Type)
+		return nil, errkind.Errorf(errkind.Input, "%s: %s tokenizers cannot be written as GGUF/.htok metadata by edgectl (BPE only)", path, f.Model.Type)
 	}
 	cfg, err := tokjson.LoadConfig(dir)
 	if err != nil {
@@ -57,7 +58,7 @@ func (p *packer) loadTokenizer(vocab int) (*tokenizerInfo, error) {
 	}
 	t := &tokenizerInfo{file: f, tokens: f.Tokens(), bos: -1, eos: -1, unk: -1, pad: -1, addBOS: cfg.AddBOS, addEOS: cfg.AddEOS, template: cfg.ChatTemplate}
 	if len(t.tokens) > vocab {
-		return nil, inputErrorf("%s has %d tokens but config.json vocab_size is %d", path, len(t.tokens), vocab)
+		return nil, errkind.Errorf(errkind.Input, "%s has %d tokens but config.json vocab_size is %d", path, len(t.tokens), vocab)
 	}
 	special := map[int]bool{}
 	for _, a := range f.AddedTokens {
@@ -94,7 +95,7 @@ func (p *packer) loadTokenizer(vocab int) (*tokenizerInfo, error) {
 	case byteFallback:
 		t.model = "llama"
 	default:
-		return nil, inputErrorf("%s: a BPE tokenizer that is neither byte-level nor byte-fallback has no GGUF tokenizer model", path)
+		return nil, errkind.Errorf(errkind.Input, "%s: a BPE tokenizer that is neither byte-level nor byte-fallback has no GGUF tokenizer model", path)
 	}
 	t.pre = p.opts.TokenizerPre
 	if t.pre == "" {
@@ -196,7 +197,7 @@ func (t *tokenizerInfo) ggufKVs() [][2]any {
 // htok builds the .htok sidecar: token strings by id and merges as ids.
 func (t *tokenizerInfo) htok() (*h1b.Tokenizer, error) {
 	if t.model != "gpt2" {
-		return nil, inputErrorf("%s: .htok holds GPT-2 byte-level BPE vocabularies only", t.file.Path)
+		return nil, errkind.Errorf(errkind.Input, "%s: .htok holds GPT-2 byte-level BPE vocabularies only", t.file.Path)
 	}
 	ids := make(map[string]uint32, len(t.tokens))
 	for i, s := range t.tokens {
@@ -210,7 +211,7 @@ func (t *tokenizerInfo) htok() (*h1b.Tokenizer, error) {
 		b, okB := ids[m[1]]
 		c, okC := ids[m[0]+m[1]]
 		if !okA || !okB || !okC {
-			return nil, inputErrorf("%s: merge %d (%q %q) names a token missing from the vocabulary", t.file.Path, i, m[0], m[1])
+			return nil, errkind.Errorf(errkind.Input, "%s: merge %d (%q %q) names a token missing from the vocabulary", t.file.Path, i, m[0], m[1])
 		}
 		out.Merges[i] = [3]uint32{a, b, c}
 	}

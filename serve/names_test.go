@@ -53,7 +53,7 @@ func TestRegistryNamesHubSnapshotsAfterTheirRepo(t *testing.T) {
 	os.WriteFile(filepath.Join(gg, "Tiny-Q8_0.gguf"), []byte("GGUF"), 0o644)
 
 	// The snapshot directory `edgectl pull` prints.
-	r := NewRegistry([]string{snap}, nil)
+	r := NewRegistry([]string{snap}, builtinEngines(), nil)
 	if got := names(r); !slices.Equal(got, []string{"qwen3-0.6b:latest"}) {
 		t.Fatalf("snapshot named %v, want qwen3-0.6b:latest", got)
 	}
@@ -70,12 +70,12 @@ func TestRegistryNamesHubSnapshotsAfterTheirRepo(t *testing.T) {
 	}
 
 	// The whole cache, and one repo's folder.
-	r = NewRegistry([]string{cache}, nil)
+	r = NewRegistry([]string{cache}, builtinEngines(), nil)
 	want := []string{"gpt2:latest", "qwen3-0.6b:latest", "tiny-q4_k_m:latest", "tiny-q8_0:latest"}
 	if got := names(r); !slices.Equal(got, want) {
 		t.Errorf("cache root: %v, want %v", got, want)
 	}
-	r = NewRegistry([]string{filepath.Join(cache, "models--Qwen--Qwen3-0.6B")}, nil)
+	r = NewRegistry([]string{filepath.Join(cache, "models--Qwen--Qwen3-0.6B")}, builtinEngines(), nil)
 	if got := names(r); !slices.Equal(got, []string{"qwen3-0.6b:latest"}) {
 		t.Errorf("repo folder: %v", got)
 	}
@@ -88,11 +88,11 @@ func TestRegistryServesTheSnapshotMainPointsAt(t *testing.T) {
 	past := time.Now().Add(-time.Hour)
 	os.Chtimes(old, past, past)
 	folder := filepath.Join(cache, "models--acme--tiny")
-	if e, ok := NewRegistry([]string{folder}, nil).Lookup("acme/tiny"); !ok || e.Path != old {
+	if e, ok := NewRegistry([]string{folder}, builtinEngines(), nil).Lookup("acme/tiny"); !ok || e.Path != old {
 		t.Errorf("with refs/main: %+v, want %s", e, old)
 	}
 	os.Remove(filepath.Join(folder, "refs", "main"))
-	if e, ok := NewRegistry([]string{folder}, nil).Lookup("tiny"); !ok || e.Path != newer {
+	if e, ok := NewRegistry([]string{folder}, builtinEngines(), nil).Lookup("tiny"); !ok || e.Path != newer {
 		t.Errorf("without refs/main: %+v, want the newest %s", e, newer)
 	}
 }
@@ -142,7 +142,7 @@ func TestRegistryExplicitNames(t *testing.T) {
 		"acme/tiny=" + tiny,   // … which this name takes over
 		"bundle=" + many,      // a directory of models cannot take one name
 		"gone=" + root + "/x", // missing
-	}, nil)
+	}, builtinEngines(), nil)
 	want := []string{"acme/tiny:latest", "fixed:v1", "mine:latest", "odd-dir:latest", "other:latest", "tiny:latest"}
 	if got := names(r); !slices.Equal(got, want) {
 		t.Errorf("names %v, want %v", got, want)
@@ -189,7 +189,7 @@ func TestRegistryNamesPrepOutputsAfterTheirSource(t *testing.T) {
 	odd := tinyDir(t, root, "odd")
 	os.Mkdir(filepath.Join(odd, "manifest.json"), 0o755)
 
-	r := NewRegistry([]string{root}, nil)
+	r := NewRegistry([]string{root}, builtinEngines(), nil)
 	want := []string{"foreign:latest", "my-llama:latest", "odd:latest", "qwen3-0.6b:latest", "qwen3-1.7b:latest"}
 	if got := names(r); !slices.Equal(got, want) {
 		t.Errorf("names %v, want %v", got, want)

@@ -15,6 +15,9 @@ import (
 // directory is named panic-load, and generating on one named panic-gen.
 type panicky struct{ engine.Engine }
 
+// Probe is the wrapped engine's: the registry lists what it runs.
+func (p panicky) Probe(path string) (engine.Found, bool) { return p.Engine.(engine.Prober).Probe(path) }
+
 func (p panicky) Load(ctx context.Context, path string, o engine.LoadOptions) (engine.Model, error) {
 	if filepath.Base(path) == "panic-load" {
 		var m map[string]int

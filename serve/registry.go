@@ -14,9 +14,8 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/api"
-	"github.com/edgectl/edgectl/engine/axcl"
+	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/upstream"
-	"github.com/edgectl/edgectl/format/hfconfig"
 )
 
 // Lane names of the built-in lanes. Upstreams get "upstream:NAME" unless
@@ -46,6 +45,7 @@ type Entry struct {
 // configured upstreams. Rescan picks up models added while serving.
 type Registry struct {
 	specs     []modelSpec
+	probers   []laneProber
 	upstreams []upstream.Config
 
 	mu      sync.RWMutex
@@ -55,11 +55,45 @@ type Registry struct {
 }
 
 // NewRegistry scans dirs once. Each is a --models value: a directory of
-// models, one model, or NAME=PATH (see ParseModelSpec).
-func NewRegistry(dirs []string, ups []upstream.Config) *Registry {
-	r := &Registry{specs: parseSpecs(dirs), upstreams: ups}
+// models, one model, or NAME=PATH (see ParseModelSpec). engines maps lane
+// names to the engine that runs them (Options.Engines): those implementing
+// engine.Prober say which paths are models, and a model runs on the lane of
+// the engine that recognized it (see probeOrder).
+func NewRegistry(dirs []string, engines map[string]engine.Engine, ups []upstream.Config) *Registry {
+	r := &Registry{specs: parseSpecs(dirs), probers: probeOrder(engines), upstreams: ups}
 	r.Rescan()
 	return r
+}
+
+// laneProber is an engine that says what it loads, and its lane.
+type laneProber struct {
+	lane string
+	engine.Prober
+}
+
+// probeOrder is the order engines are asked about a path, the first yes
+// winning: every lane but the CPU one in name order, then the CPU lane,
+// the general-purpose fallback, so a path an accelerator's engine claims
+// runs there. (The built-in engines claim disjoint paths: a compiled ax-llm
+// directory's config.json is not a Hugging Face one.) Engines that are not
+// Probers (the upstream engine) find no models on disk.
+func probeOrder(engines map[string]engine.Engine) []laneProber {
+	var out []laneProber
+	for lane, eng := range engines {
+		if p, ok := eng.(engine.Prober); ok {
+			out = append(out, laneProber{lane, p})
+		}
+	}
+	slices.SortFunc(out, func(a, b laneProber) int {
+		if (a.lane == LaneCPU) != (b.lane == LaneCPU) {
+			if a.lane == LaneCPU {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a.lane, b.lane)
+	})
+	return out
 }
 
 // Rescan rebuilds the model list from disk.
@@ -91,14 +125,14 @@ func (r *Registry) Rescan() {
 			if snap, ok := hubRepoSnapshot(p); ok && de.IsDir() {
 				p = snap
 			}
-			if e := probe(p); e != nil {
+			if e := r.probe(p); e != nil {
 				add(e)
 				continue
 			}
 			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 				sub, _ := os.ReadDir(p)
 				for _, s := range sub {
-					if e := probe(filepath.Join(p, s.Name())); e != nil && !s.IsDir() {
+					if e := r.probe(filepath.Join(p, s.Name())); e != nil && !s.IsDir() {
 						add(e)
 					}
 				}
@@ -110,7 +144,7 @@ func (r *Registry) Rescan() {
 		if snap, ok := hubRepoSnapshot(d); ok {
 			d = snap // a models--ORG--NAME folder: its current snapshot
 		}
-		e := probe(d)
+		e := r.probe(d)
 		switch {
 		case sp.name != "" && e == nil:
 			warn = append(warn, fmt.Sprintf("--models %s=%s: %s is not one model (a checkpoint dir, .gguf, .h1b or compiled model dir); NAME=PATH names a single model", sp.name, sp.path, sp.path))
@@ -208,73 +242,26 @@ func digest(path string, size int64, mod time.Time) string {
 	return hex.EncodeToString(h[:])
 }
 
-// probe recognizes a model at path, or returns nil.
-func probe(path string) *Entry {
+// probe asks the engines, in probeOrder, what the model at path is, and
+// returns nil when none runs it.
+func (r *Registry) probe(path string) *Entry {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil
 	}
-	e := &Entry{Path: path, Modified: fi.ModTime()}
-	switch {
-	case !fi.IsDir() && strings.HasSuffix(path, ".gguf"):
-		e.Lane, e.Size = LaneCPU, fi.Size()
-		e.Details = api.ModelDetails{Format: "gguf", Families: []string{}}
-	case !fi.IsDir() && strings.HasSuffix(path, ".h1b"):
-		e.Lane, e.Size = LaneCPU, fi.Size()
-		e.Details = api.ModelDetails{Format: "h1b", Families: []string{}}
-	case fi.IsDir() && axcl.IsModelDir(path):
-		e.Lane, e.Size = LaneAxcl, axcl.Footprint(path)
-		e.Details = api.ModelDetails{Format: "axmodel", Families: []string{}}
-	case fi.IsDir() && isCheckpoint(path):
-		e.Lane = LaneCPU
-		e.Size = filesSize(path, "*.safetensors")
-		e.Details = api.ModelDetails{Format: "safetensors", Families: []string{}}
-		if c, err := hfconfig.Load(filepath.Join(path, "config.json")); err == nil {
-			t := c.Text()
-			e.Arch = t.Arch()
-			e.ContextLength = t.MaxPositionEmbeddings
-			e.Details.Family = t.ModelType
-			if t.ModelType != "" {
-				e.Details.Families = []string{t.ModelType}
-			}
-			e.Details.QuantizationLevel = dtypeLevel(t.WeightDType())
+	for _, p := range r.probers {
+		f, ok := p.Probe(path)
+		if !ok {
+			continue
 		}
-	default:
-		return nil
-	}
-	e.Name, e.Aliases = foundName(path, fi.IsDir()) // only for models: it may read a manifest
-	e.Digest = digest(path, e.Size, e.Modified)
-	return e
-}
-
-func isCheckpoint(dir string) bool {
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		return false
-	}
-	st, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	return len(st) > 0
-}
-
-func filesSize(dir, pattern string) int64 {
-	var n int64
-	ms, _ := filepath.Glob(filepath.Join(dir, pattern))
-	for _, m := range ms {
-		if fi, err := os.Stat(m); err == nil {
-			n += fi.Size()
+		e := &Entry{Path: path, Modified: fi.ModTime(), Lane: p.lane, Size: f.Size, Arch: f.Arch, ContextLength: f.ContextLength,
+			Details: api.ModelDetails{Format: f.Format, Family: f.Family, Families: []string{}, QuantizationLevel: f.Quantization}}
+		if f.Family != "" {
+			e.Details.Families = []string{f.Family}
 		}
+		e.Name, e.Aliases = foundName(path, fi.IsDir()) // only for models: it may read a manifest
+		e.Digest = digest(path, e.Size, e.Modified)
+		return e
 	}
-	return n
-}
-
-// dtypeLevel spells a torch dtype the way the engines report quantization.
-func dtypeLevel(d string) string {
-	switch strings.ToLower(d) {
-	case "float32":
-		return "F32"
-	case "float16":
-		return "F16"
-	case "bfloat16":
-		return "BF16"
-	}
-	return strings.ToUpper(d)
+	return nil
 }

@@ -22,7 +22,8 @@ import (
 )
 
 // Options configure a Server. Engines maps lane names to the engine that
-// runs them; Lanes their limits.
+// runs them (the registry asks those that are engine.Probers which paths
+// are their models); Lanes their limits.
 type Options struct {
 	ModelDirs []string
 	Upstreams []upstream.Config
@@ -107,7 +108,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, mon: newMonitor(opts)}
 	s.metrics = newMetrics(func() *Scheduler { return s.sched })
 	s.metricsHandler = newMetricsHandler(s.metrics)
-	s.reg = NewRegistry(opts.ModelDirs, opts.Upstreams)
+	s.reg = NewRegistry(opts.ModelDirs, opts.Engines, opts.Upstreams)
 	lanes := map[string]*lane{}
 	for name, eng := range opts.Engines {
 		cfg := opts.Lanes[name]

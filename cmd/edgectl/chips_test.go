@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/internal/testmodel"
 )
 
@@ -43,13 +42,13 @@ func TestDoctorTakesEveryTargetName(t *testing.T) {
 	}
 	for _, target := range ax650Spellings {
 		code, r := doctorJSON(t, dir, "--target", target)
-		if r.Target != "ax650" || code == cli.ExitUsage {
+		if r.Target != "ax650" || code == exitUsage {
 			t.Errorf("--target %s: exit %d target %q", target, code, r.Target)
 		}
 	}
 	for _, bad := range []string{"AX620E", "tpu"} {
 		code, _, stderr := runCLI(t, "doctor", dir, "--target", bad)
-		if code != cli.ExitUsage || !strings.Contains(stderr, "ax-m1") {
+		if code != exitUsage || !strings.Contains(stderr, "ax-m1") {
 			t.Errorf("--target %s: exit %d %q", bad, code, stderr)
 		}
 	}
@@ -63,17 +62,17 @@ func TestPrepTakesEveryChipName(t *testing.T) {
 		for _, args := range [][]string{{"--target", name}, {"--target", "ax650", "--chip", name}} {
 			argv := append([]string{"prep", "some/model", "-o", filepath.Join(tmp, "out"), "--cache-dir", filepath.Join(tmp, "cache"), "--format", "bogus"}, args...)
 			code, _, stderr := runCLI(t, argv...)
-			if code != cli.ExitUsage || !strings.Contains(stderr, `--format "bogus": this target takes s4, s8`) {
+			if code != exitUsage || !strings.Contains(stderr, `--format "bogus": this target takes s4, s8`) {
 				t.Errorf("%v: exit %d %q", args, code, stderr)
 			}
 		}
 	}
 	code, _, stderr := runCLI(t, "prep", "some/model", "-o", filepath.Join(tmp, "out"), "--target", "ax650", "--chip", "AX9999")
-	if code != cli.ExitUsage || !strings.Contains(stderr, `unknown --chip "AX9999"`) {
+	if code != exitUsage || !strings.Contains(stderr, `unknown --chip "AX9999"`) {
 		t.Errorf("--chip AX9999: exit %d %q", code, stderr)
 	}
 	code, _, stderr = runCLI(t, "prep", "some/model", "-o", filepath.Join(tmp, "out"), "--target", "AX620E")
-	if code != cli.ExitUsage || !strings.Contains(stderr, "unknown --target") {
+	if code != exitUsage || !strings.Contains(stderr, "unknown --target") {
 		t.Errorf("--target AX620E: exit %d %q", code, stderr)
 	}
 }

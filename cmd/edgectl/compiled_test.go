@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/edgectl/edgectl/doctor"
-	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/internal/testbin"
 )
 
@@ -58,7 +57,7 @@ func TestPulsar2NativeFailureExit5(t *testing.T) {
 	bin := testbin.Build(t, "github.com/edgectl/edgectl/pulsar2/testdata/fakepulsar2", "pulsar2")
 	out := filepath.Join(t.TempDir(), "o")
 	code, _, stderr := pulsar2CLI(t, "pulsar2", "build", tinyQwen(t), "-o", out, "--pulsar2-bin", bin)
-	if code != cli.ExitTool || !strings.Contains(stderr, "TileFailException") || !strings.Contains(stderr, "fix: lower --kv-cache-len") {
+	if code != exitTool || !strings.Contains(stderr, "TileFailException") || !strings.Contains(stderr, "fix: lower --kv-cache-len") {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -98,7 +97,7 @@ func TestInspectDoctorCompiledDirs(t *testing.T) {
 	os.WriteFile(log, []byte("[I][ Init][ 110]: LLM init start\n[E][ Run][ 301]: axclrtEngineExecute failed 0x8030070c\n"), 0o644)
 	code, r = doctorJSON(t, stub, "--log", log)
 	ids := findingIDs(r)
-	if code != cli.ExitFixable || ids["config-empty"] != doctor.Fixable || ids["runtime-0x8030070c"] != doctor.Fixable || len(ids) != 2 {
+	if code != exitFixable || ids["config-empty"] != doctor.Fixable || ids["runtime-0x8030070c"] != doctor.Fixable || len(ids) != 2 {
 		t.Errorf("doctor stub: exit %d findings %v", code, ids)
 	}
 	for _, f := range r.Findings {
@@ -132,7 +131,7 @@ func TestInspectDoctorCompiledDirs(t *testing.T) {
 		t.Errorf("inspect typed: exit %d\n%s", code, out)
 	}
 	code, r = doctorJSON(t, typed)
-	if ids := findingIDs(r); code != cli.ExitFixable || ids["config-key-type"] != doctor.Fixable || len(ids) != 1 {
+	if ids := findingIDs(r); code != exitFixable || ids["config-key-type"] != doctor.Fixable || len(ids) != 1 {
 		t.Errorf("doctor typed: exit %d findings %v", code, ids)
 	}
 	for _, f := range r.Findings {

@@ -24,11 +24,11 @@ func TestRunCtxFlag(t *testing.T) {
 	}
 	long := strings.Repeat("Once upon a time there was a dog. ", 10)
 	code, _, errOut = runCmd(t, "", "run", runFixture, long, "--ctx", "16")
-	if code != cli.ExitError || !strings.Contains(errOut, "context window is 16") {
+	if code != exitError || !strings.Contains(errOut, "context window is 16") {
 		t.Errorf("prompt past --ctx 16: exit %d: %s", code, errOut)
 	}
 	code, _, errOut = runCmd(t, "", "run", runFixture, "hi", "--ctx", "-1")
-	if code != cli.ExitUsage || !strings.Contains(errOut, "--ctx") {
+	if code != exitUsage || !strings.Contains(errOut, "--ctx") {
 		t.Errorf("--ctx -1: exit %d: %s", code, errOut)
 	}
 }

@@ -99,8 +99,8 @@ func runDoctor(ctx context.Context, io *cli.IO, o *doctorOptions) error {
 			}
 		}
 	}
-	if code := r.ExitCode(); code != cli.ExitOK {
-		return &silentError{code: code}
+	if err := r.Err(); err != nil {
+		return &silentError{err: err} // the report above explains the verdict
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func runDoctor(ctx context.Context, io *cli.IO, o *doctorOptions) error {
 // axcl-smi about the same card, and reports them as doctor does.
 func doctorDevice(ctx context.Context, o *doctorOptions) (*doctor.Report, error) {
 	if o.Log != "" || o.KVCacheLen != 0 {
-		return nil, cli.Usagef("--log and --kv-cache-len check a model directory; drop them with --device")
+		return nil, usagef("--log and --kv-cache-len check a model directory; drop them with --device")
 	}
 	lane := axcl.Options{Device: max(o.Card, 0), Logf: func(string, ...any) {}}
 	board := axcl.BoardOptions{Root: o.DeviceRoot}

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/edgectl/edgectl/doctor"
-	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/internal/testbin"
 )
 
@@ -70,7 +69,7 @@ func (b *deviceBoard) doctor(t *testing.T, extra ...string) (int, doctor.Report,
 func TestDoctorDeviceGoodCard(t *testing.T) {
 	b := newDeviceBoard(t, true, `{"temp_c": 54, "cmm_used_mib": 18, "cmm_total_mib": 7040}`)
 	code, r, f := b.doctor(t)
-	if code != cli.ExitOK || r.Verdict != "pass" || r.Kind != "device" {
+	if code != exitOK || r.Verdict != "pass" || r.Kind != "device" {
 		t.Fatalf("exit %d verdict %s: %+v", code, r.Verdict, r.Findings)
 	}
 	if d := f["axcl-driver"]; d.Severity != doctor.Info || !strings.Contains(d.Evidence, "axcl_host") {
@@ -87,7 +86,7 @@ func TestDoctorDeviceGoodCard(t *testing.T) {
 	}
 	// The people-facing report: one verdict line, then each finding.
 	code, out, _ := runCLI(t, "doctor", "--device", "--config", b.config, "--device-root", b.root)
-	if code != cli.ExitOK || !strings.HasPrefix(out, "card 0 (target ax650): pass\n") || !strings.Contains(out, "evidence: CMM 7022 MiB free") {
+	if code != exitOK || !strings.HasPrefix(out, "card 0 (target ax650): pass\n") || !strings.Contains(out, "evidence: CMM 7022 MiB free") {
 		t.Fatalf("exit %d, text report:\n%s", code, out)
 	}
 }
@@ -96,7 +95,7 @@ func TestDoctorDeviceHotCardAndLowCMM(t *testing.T) {
 	b := newDeviceBoard(t, true, `{"temp_c": 91, "cmm_used_mib": 5000, "cmm_total_mib": 7040}`)
 	code, r, f := b.doctor(t)
 	// Warnings alone keep exit 0, as for a checkpoint.
-	if code != cli.ExitOK || f["card-hot"].Severity != doctor.Warning || !strings.Contains(f["card-hot"].Evidence, "91 °C") {
+	if code != exitOK || f["card-hot"].Severity != doctor.Warning || !strings.Contains(f["card-hot"].Evidence, "91 °C") {
 		t.Fatalf("exit %d: %+v", code, r.Findings)
 	}
 	if m := f["cmm"]; m.Severity != doctor.Warning || !strings.Contains(m.Evidence, "2040 MiB free") || m.Fix == "" {
@@ -110,7 +109,7 @@ func TestDoctorDeviceHotCardAndLowCMM(t *testing.T) {
 	// A full pool: no model fits, blocking.
 	writeFile(t, b.cardFile, `{"temp_c": 60, "cmm_used_mib": 6500, "cmm_total_mib": 7040}`)
 	code, r, f = b.doctor(t)
-	if code != cli.ExitBlocked || r.Verdict != "blocked" || f["cmm"].Severity != doctor.Blocking {
+	if code != exitBlocked || r.Verdict != "blocked" || f["cmm"].Severity != doctor.Blocking {
 		t.Fatalf("exit %d verdict %s: %+v", code, r.Verdict, r.Findings)
 	}
 }
@@ -118,7 +117,7 @@ func TestDoctorDeviceHotCardAndLowCMM(t *testing.T) {
 func TestDoctorDeviceNoCard(t *testing.T) {
 	b := newDeviceBoard(t, false, `{"missing": true}`)
 	code, r, f := b.doctor(t)
-	if code != cli.ExitBlocked || r.Verdict != "blocked" {
+	if code != exitBlocked || r.Verdict != "blocked" {
 		t.Fatalf("exit %d verdict %s", code, r.Verdict)
 	}
 	if d := f["axcl-driver"]; d.Severity != doctor.Blocking || !strings.Contains(d.Fix, "axclhost-dkms") {
@@ -134,7 +133,7 @@ func TestDoctorDeviceNoCard(t *testing.T) {
 	// No axcl-smi at all.
 	writeFile(t, b.config, `{"axcl": {"smi": ["`+filepath.Join(b.root, "no-such-axcl-smi")+`"]}}`)
 	code, _, f = b.doctor(t)
-	if code != cli.ExitBlocked || !strings.Contains(f["axcl-smi"].Message, "not installed") {
+	if code != exitBlocked || !strings.Contains(f["axcl-smi"].Message, "not installed") {
 		t.Fatalf("exit %d: %+v", code, f["axcl-smi"])
 	}
 }
@@ -162,7 +161,7 @@ func TestDoctorDeviceLeftoversReportedNotTouched(t *testing.T) {
 	writeFile(t, lock, "")
 
 	code, r, f := b.doctor(t)
-	if code != cli.ExitFixable || r.Verdict != "fixable" {
+	if code != exitFixable || r.Verdict != "fixable" {
 		t.Fatalf("exit %d verdict %s: %+v", code, r.Verdict, r.Findings)
 	}
 	pid := strconv.Itoa(rt.Process.Pid)

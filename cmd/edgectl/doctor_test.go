@@ -50,7 +50,7 @@ func TestDoctorGemmaStyleEOSAndKV(t *testing.T) {
 	code, r := doctorJSON(t, dir)
 	ids := findingIDs(r)
 	// Gemma 3 text models have no ax-llm tokenizer type: a warning, not a block.
-	if code != cli.ExitFixable || r.Verdict != "fixable" || ids["eos-array"] != doctor.Fixable || ids["kv-cache-len"] != doctor.Fixable || ids["family"] != doctor.Warning {
+	if code != exitFixable || r.Verdict != "fixable" || ids["eos-array"] != doctor.Fixable || ids["kv-cache-len"] != doctor.Fixable || ids["family"] != doctor.Warning {
 		t.Fatalf("exit %d verdict %s findings %v", code, r.Verdict, ids)
 	}
 	for _, f := range r.Findings {
@@ -66,7 +66,7 @@ func TestDoctorGemmaStyleEOSAndKV(t *testing.T) {
 	if c, _, e := runCLI(t, "patch", "config", dir, "-o", fixed, "--kv-cache-len", "2048"); c != 0 {
 		t.Fatalf("patch config: %d %s", c, e)
 	}
-	if code, r := doctorJSON(t, fixed); code != cli.ExitOK || r.Verdict != "pass" {
+	if code, r := doctorJSON(t, fixed); code != exitOK || r.Verdict != "pass" {
 		t.Fatalf("after fix: exit %d %+v", code, r.Findings)
 	}
 }
@@ -77,7 +77,7 @@ func TestDoctorQwen3MissingNormsAndMRoPE(t *testing.T) {
 		Config: map[string]any{"rope_scaling": map[string]any{"mrope_section": []int{16, 24, 24}, "rope_type": "default"}}})
 	code, r := doctorJSON(t, dir)
 	ids := findingIDs(r)
-	if ids["layernorm-missing"] != doctor.Fixable || ids["mrope"] != doctor.Warning || ids["quantization"] != doctor.Quantize || code != cli.ExitFixable || ids["family"] != "" {
+	if ids["layernorm-missing"] != doctor.Fixable || ids["mrope"] != doctor.Warning || ids["quantization"] != doctor.Quantize || code != exitFixable || ids["family"] != "" {
 		t.Fatalf("exit %d findings %v", code, ids)
 	}
 	fixed := dir + "-norms"
@@ -93,12 +93,12 @@ func TestDoctorBlocksMoEAndBadDTypes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "moe")
 	testmodel.Write(dir, testmodel.Spec{ModelType: "qwen2", Config: map[string]any{"num_experts": 60, "num_experts_per_tok": 4}})
 	code, r := doctorJSON(t, dir)
-	if ids := findingIDs(r); code != cli.ExitBlocked || ids["moe"] != doctor.Blocking {
+	if ids := findingIDs(r); code != exitBlocked || ids["moe"] != doctor.Blocking {
 		t.Fatalf("exit %d findings %v", code, ids)
 	}
 	mix := filepath.Join(t.TempDir(), "mixtral")
 	testmodel.Write(mix, testmodel.Spec{Config: map[string]any{"num_local_experts": 8}})
-	if code, _ := doctorJSON(t, mix); code != cli.ExitBlocked {
+	if code, _ := doctorJSON(t, mix); code != exitBlocked {
 		t.Fatalf("num_local_experts: exit %d", code)
 	}
 	vocab := filepath.Join(t.TempDir(), "vocab")
@@ -116,7 +116,7 @@ func TestDoctorStubAndInvalidConfigs(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "config.json"), []byte(c.content), 0o644)
 		code, r := doctorJSON(t, dir)
-		if code != cli.ExitBlocked || findingIDs(r)[c.id] != doctor.Blocking {
+		if code != exitBlocked || findingIDs(r)[c.id] != doctor.Blocking {
 			t.Fatalf("%s: exit %d %v", c.name, code, findingIDs(r))
 		}
 	}
@@ -125,7 +125,7 @@ func TestDoctorStubAndInvalidConfigs(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "config.json"), nil, 0o644)
 	os.WriteFile(filepath.Join(dir, "qwen3_post.axmodel"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(dir, "qwen3_p128_l0_together.axmodel"), []byte("x"), 0o644) // without layers it is blocked
-	if code, r := doctorJSON(t, dir); code != cli.ExitFixable || findingIDs(r)["config-empty"] != doctor.Fixable {
+	if code, r := doctorJSON(t, dir); code != exitFixable || findingIDs(r)["config-empty"] != doctor.Fixable {
 		t.Fatalf("compiled dir: exit %d %v", code, findingIDs(r))
 	}
 }
@@ -134,11 +134,11 @@ func TestDoctorOnRealFixture(t *testing.T) {
 	code, r := doctorJSON(t, filepath.Join("..", "..", "testdata", "models", "tinystories-656k"))
 	ids := findingIDs(r)
 	// F32, unquantized, tied embedding stored as lm_head only; nothing blocks.
-	if code != cli.ExitFixable || ids["quantization"] != doctor.Quantize || ids["fp32-weights"] != doctor.Warning || ids["embedding-tied"] != doctor.Warning {
+	if code != exitFixable || ids["quantization"] != doctor.Quantize || ids["fp32-weights"] != doctor.Warning || ids["embedding-tied"] != doctor.Warning {
 		t.Fatalf("exit %d %v", code, ids)
 	}
 	code, out, _ := runCLI(t, "doctor", filepath.Join("..", "..", "testdata", "models", "tinystories-656k"))
-	if code != cli.ExitFixable || !strings.Contains(out, "fix: edgectl quant pack") {
+	if code != exitFixable || !strings.Contains(out, "fix: edgectl quant pack") {
 		t.Fatalf("human output (exit %d):\n%s", code, out)
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/edgectl/edgectl/hub"
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/units"
 	"github.com/edgectl/edgectl/serve"
 )
 
@@ -59,25 +61,24 @@ func resolveModel(ctx context.Context, io *cli.IO, arg string) (string, error) {
 	}
 	// Progress as `pull` draws it, on stderr: with --json, stdout belongs to
 	// the command's own document or events.
-	prog := newPullProgress(&cli.IO{In: io.In, Out: io.Out, ErrOut: io.ErrOut, Quiet: io.Quiet, Interactive: io.Interactive})
+	prog := newEventView(io, false)
 	io.Logf("%s is not a local path: pulling it from the Hub into the Hugging Face cache", arg)
 	snap, err := c.Snapshot(ctx, repo, rev, hub.SnapshotOptions{Include: hubModelFiles, OnEvent: prog.on})
 	prog.finish()
 	if errors.Is(err, context.Canceled) {
-		return "", cli.Exit(cli.ExitError, fmt.Errorf("pull of %s interrupted: partial downloads are kept, run the same command again to resume: %w", arg, err))
+		return "", fmt.Errorf("pull of %s interrupted: partial downloads are kept, run the same command again to resume: %w", arg, err)
 	}
 	if err != nil {
-		var he *hub.Error
-		if errors.As(err, &he) && he.Kind == hub.KindNotFound {
-			return "", cli.Exit(he.ExitCode(), fmt.Errorf("%s is neither a file or directory here nor a model on the Hub: %w", arg, err))
+		if errors.Is(err, errkind.NotFound) {
+			return "", fmt.Errorf("%s is neither a file or directory here nor a model on the Hub: %w", arg, err)
 		}
 		return "", err
 	}
 	if !hasWeights(snap) {
-		return "", cli.Exitf(cli.ExitError, "%s@%s has no safetensors checkpoint to run (a GGUF-only or compiled repo?): `edgectl pull %s --include FILE` the file you want and give its path",
+		return "", fmt.Errorf("%s@%s has no safetensors checkpoint to run (a GGUF-only or compiled repo?): `edgectl pull %s --include FILE` the file you want and give its path",
 			snap.Repo, snap.Commit[:min(12, len(snap.Commit))], snap.Repo)
 	}
-	io.Logf("%s@%s → commit %s: %s downloaded", snap.Repo, snap.Revision, snap.Commit[:min(12, len(snap.Commit))], cli.Bytes(snap.Downloaded()))
+	io.Logf("%s@%s → commit %s: %s downloaded", snap.Repo, snap.Revision, snap.Commit[:min(12, len(snap.Commit))], units.Bytes(snap.Downloaded()))
 	return snap.Dir, nil
 }
 
@@ -108,7 +109,7 @@ func resolveModelSpecs(ctx context.Context, io *cli.IO, specs []string) ([]strin
 			continue
 		}
 		if _, _, ok := hubRef(p); !ok {
-			return nil, cli.Usagef("--models %s: %v (give a directory, a model file, NAME=PATH, or a Hub id ORG/NAME)", s, err)
+			return nil, usagef("--models %s: %v (give a directory, a model file, NAME=PATH, or a Hub id ORG/NAME)", s, err)
 		}
 		dir, err := resolveModel(ctx, io, p)
 		if err != nil {

@@ -86,7 +86,7 @@ func TestRunHubIDPullsOnceThenRunsFromTheCache(t *testing.T) {
 		t.Errorf("offline, cached: exit %d %s", code, errOut)
 	}
 	code, _, errOut = runCmd(t, "", "run", "acme/Other", "Once", "-n", "2")
-	if code != cli.ExitOffline || !strings.Contains(errOut, "HF_HUB_OFFLINE") || !strings.Contains(errOut, "acme/Other") {
+	if code != exitOffline || !strings.Contains(errOut, "HF_HUB_OFFLINE") || !strings.Contains(errOut, "acme/Other") {
 		t.Errorf("offline, missing: exit %d, %s", code, errOut)
 	}
 	if reqs := srv.Requests(); len(reqs) != 0 {
@@ -97,16 +97,16 @@ func TestRunHubIDPullsOnceThenRunsFromTheCache(t *testing.T) {
 func TestRunHubIDErrors(t *testing.T) {
 	hubModelEnv(t)
 	code, _, errOut := runCmd(t, "", "run", "acme/missing", "hi")
-	if code != cli.ExitNotFound || !strings.Contains(errOut, "neither a file or directory here nor a model on the Hub") {
+	if code != exitNotFound || !strings.Contains(errOut, "neither a file or directory here nor a model on the Hub") {
 		t.Errorf("unknown repo: exit %d, %s", code, errOut)
 	}
 	code, _, errOut = runCmd(t, "", "run", "acme/configs-only", "hi")
-	if code != cli.ExitError || !strings.Contains(errOut, "no safetensors checkpoint") {
+	if code != exitError || !strings.Contains(errOut, "no safetensors checkpoint") {
 		t.Errorf("repo without weights: exit %d, %s", code, errOut)
 	}
 	// Not Hub ids: the loader's own error, no Hub involved.
 	for _, arg := range []string{"./acme/missing", "missing.gguf", "a/b/c"} {
-		if code, _, errOut := runCmd(t, "", "run", arg, "hi"); code != cli.ExitError || strings.Contains(errOut, "Hub") {
+		if code, _, errOut := runCmd(t, "", "run", arg, "hi"); code != exitError || strings.Contains(errOut, "Hub") {
 			t.Errorf("%s: exit %d, %s", arg, code, errOut)
 		}
 	}
@@ -224,11 +224,11 @@ func TestServeModelsHubID(t *testing.T) {
 
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	code, _, errOut := runCLI(t, "serve", "--models", "acme/Other")
-	if code != cli.ExitOffline || !strings.Contains(errOut, "HF_HUB_OFFLINE") {
+	if code != exitOffline || !strings.Contains(errOut, "HF_HUB_OFFLINE") {
 		t.Errorf("offline, missing: exit %d, %s", code, errOut)
 	}
 	code, _, errOut = runCLI(t, "serve", "--models", "./not-here")
-	if code != cli.ExitUsage || !strings.Contains(errOut, "--models ./not-here") {
+	if code != exitUsage || !strings.Contains(errOut, "--models ./not-here") {
 		t.Errorf("missing path: exit %d, %s", code, errOut)
 	}
 }

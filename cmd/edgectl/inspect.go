@@ -17,6 +17,7 @@ import (
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/format/tokjson"
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/units"
 )
 
 func init() {
@@ -59,7 +60,7 @@ bytes, exactly as in the file, to stdout.`,
 
 func runInspect(ctx context.Context, io *cli.IO, o *inspectOptions) error {
 	if o.Raw && o.Tensor == "" {
-		return cli.Usagef("--raw needs --tensor NAME")
+		return usagef("--raw needs --tensor NAME")
 	}
 	st, err := os.Stat(o.Path)
 	if err != nil {
@@ -91,7 +92,7 @@ func runInspect(ctx context.Context, io *cli.IO, o *inspectOptions) error {
 	}
 	if o.Raw {
 		if io.JSON {
-			return cli.Usagef("--raw writes bytes; it cannot be combined with --json")
+			return usagef("--raw writes bytes; it cannot be combined with --json")
 		}
 		return in.raw(o.Path, o.Tensor, io.Out)
 	}
@@ -130,8 +131,8 @@ func printReport(io *cli.IO, r *report) {
 		io.Printf("dims:         hidden %d, ffn %d, layers %d, heads %d/%d (head_dim %d), vocab %d, context %d\n",
 			d.HiddenSize, d.IntermediateSize, d.Layers, d.Heads, d.KVHeads, d.HeadDim, d.VocabSize, d.ContextLength)
 	}
-	io.Printf("parameters:   %s (%d)\n", cli.Count(r.Parameters), r.Parameters)
-	io.Printf("tensor bytes: %s\n", cli.Bytes(r.TensorBytes))
+	io.Printf("parameters:   %s (%d)\n", units.Count(r.Parameters), r.Parameters)
+	io.Printf("tensor bytes: %s\n", units.Bytes(r.TensorBytes))
 	var dts []string
 	for k, v := range r.DTypes {
 		dts = append(dts, fmt.Sprintf("%s×%d", k, v))
@@ -154,7 +155,7 @@ func printReport(io *cli.IO, r *report) {
 	}
 	io.Printf("tensors (%d):\n", len(r.Tensors))
 	for _, t := range r.Tensors {
-		io.Printf("  %-48s %-6s %-16s %s\n", t.Name, t.DType, fmt.Sprint(t.Shape), cli.Bytes(t.Size))
+		io.Printf("  %-48s %-6s %-16s %s\n", t.Name, t.DType, fmt.Sprint(t.Shape), units.Bytes(t.Size))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/units"
 )
 
 // compiledReport is `edgectl inspect` of a compiled ax-llm directory
@@ -29,7 +30,7 @@ func inspectCompiled(io *cli.IO, dir string) error {
 		io.Printf("model:        %s\n", c.ModelName)
 		io.Printf("layers:       %d (%s), post %s\n", c.AxmodelNum, c.TemplateFilenameAxmodel, c.FilenamePostAxmodel)
 		io.Printf("embedding:    %s: vocab %d × hidden %d bf16 = %s (file %s)\n", c.FilenameTokensEmbed, c.TokensEmbedNum, c.TokensEmbedSize,
-			cli.Bytes(axllm.EmbedBytes(c.TokensEmbedNum, c.TokensEmbedSize)), cli.Bytes(d.EmbedBytes))
+			units.Bytes(axllm.EmbedBytes(c.TokensEmbedNum, c.TokensEmbedSize)), units.Bytes(d.EmbedBytes))
 		io.Printf("tokenizer:    %s (tokenizer_type %s)\n", c.URLTokenizerModel, c.TokenizerType)
 	} else {
 		what := "unreadable"
@@ -41,7 +42,7 @@ func inspectCompiled(io *cli.IO, dir string) error {
 			io.Printf("layers:       %d (%s), post %s (from the files)\n", l.Layers, l.Template, l.Post)
 		}
 		if d.EmbedBytes > 0 {
-			io.Printf("embedding:    %s: %s\n", axllm.EmbedFileName, cli.Bytes(d.EmbedBytes))
+			io.Printf("embedding:    %s: %s\n", axllm.EmbedFileName, units.Bytes(d.EmbedBytes))
 		}
 	}
 	if d.Layout != nil {

@@ -45,7 +45,7 @@ func waitExit(done <-chan int, sigs <-chan os.Signal, cancel func(), grace time.
 	defer timer.Stop()
 	select {
 	case code := <-done:
-		if code == cli.ExitOK {
+		if code == exitOK {
 			return code
 		}
 	case sig = <-sigs:

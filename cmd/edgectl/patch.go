@@ -42,10 +42,10 @@ func (t *patchTarget) check() error {
 		return nil
 	}
 	if t.Out == "" && !t.InPlace {
-		return cli.Usagef("choose -o DIR (new directory) or --in-place (keeps .orig backups), or --dry-run")
+		return usagef("choose -o DIR (new directory) or --in-place (keeps .orig backups), or --dry-run")
 	}
 	if t.Out != "" && t.InPlace {
-		return cli.Usagef("-o and --in-place are exclusive")
+		return usagef("-o and --in-place are exclusive")
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/progress"
+	"github.com/edgectl/edgectl/internal/units"
 	"github.com/edgectl/edgectl/patch"
 	"github.com/edgectl/edgectl/prep"
 	"github.com/edgectl/edgectl/prep/oci"
@@ -79,26 +81,27 @@ Exit codes: 0 ok, 1 bad input, 2 usage, 4 the model cannot take this target,
 }
 
 func runPrep(ctx context.Context, io *cli.IO, o *prepOptions) error {
-	res, err := prep.Run(ctx, io, o.Options)
+	view := newEventView(io, true)
+	res, err := prep.Run(ctx, view.on, o.Options)
+	view.finish()
 	if err != nil {
 		return err
 	}
-	result := prep.Event{Event: "result", Out: res.Out, Files: len(res.Manifest.Files), ManifestSHA256: res.ManifestSHA256}
+	result := progress.Event{Event: progress.Result, Out: res.Out, Files: len(res.Manifest.Files), ManifestSHA256: res.ManifestSHA256}
 	for _, f := range res.Manifest.Files {
 		result.Bytes += f.Size
 	}
 	if o.Push != "" {
-		pr, err := pushDir(ctx, io, res.Out, o.Push, o.Insecure)
+		pr, err := pushDir(ctx, view, res.Out, o.Push, o.Insecure)
 		if err != nil {
 			return err
 		}
 		result.Ref, result.Digest = pr.Ref, pr.Digest
 	}
-	if io.JSON {
-		io.Event(result)
+	if view.json(result) {
 		return nil
 	}
-	io.Logf("%s: %d files, %s, manifest sha256 %s", res.Out, result.Files, cli.Bytes(result.Bytes), res.ManifestSHA256[:12])
+	io.Logf("%s: %d files, %s, manifest sha256 %s", res.Out, result.Files, units.Bytes(result.Bytes), res.ManifestSHA256[:12])
 	io.Printf("%s\n", res.Out)
 	if result.Ref != "" {
 		io.Printf("%s\n", result.Ref)
@@ -108,22 +111,15 @@ func runPrep(ctx context.Context, io *cli.IO, o *prepOptions) error {
 
 // pushDir pushes an artifact directory, with a bar on a terminal and
 // start/done events under --json. prep --push and push share it.
-func pushDir(ctx context.Context, io *cli.IO, dir, ref string, insecure bool) (*oci.PushResult, error) {
-	io.Event(prep.Event{Event: "start", Step: "push", Ref: ref})
-	bar := io.Bar(-1, "push "+ref)
-	res, err := oci.Push(ctx, dir, ref, oci.Options{
-		Insecure: insecure,
-		Progress: func(done, total int64) {
-			bar.ChangeMax64(total)
-			bar.Set64(done)
-		},
-	})
-	bar.Finish()
+func pushDir(ctx context.Context, view *eventView, dir, ref string, insecure bool) (*oci.PushResult, error) {
+	view.json(progress.Event{Event: progress.Start, Step: "push", Ref: ref})
+	res, err := oci.Push(ctx, dir, ref, oci.Options{Insecure: insecure, OnEvent: view.on})
+	view.finish()
 	if err != nil {
-		io.Event(prep.Event{Event: "error", Step: "push", Error: err.Error(), ExitCode: cli.CodeOf(err)})
+		view.json(progress.Event{Event: progress.Error, Step: "push", Err: err})
 		return nil, err
 	}
-	io.Event(prep.Event{Event: "done", Step: "push", Ref: res.Ref, Digest: res.Digest, Files: res.Files, Bytes: res.Bytes})
-	io.Logf("pushed %s (%d files, %s)", res.Ref, res.Files, cli.Bytes(res.Bytes))
+	view.json(progress.Event{Event: progress.Done, Step: "push", Ref: res.Ref, Digest: res.Digest, Files: res.Files, Bytes: res.Bytes})
+	view.io.Logf("pushed %s (%d files, %s)", res.Ref, res.Files, units.Bytes(res.Bytes))
 	return res, nil
 }

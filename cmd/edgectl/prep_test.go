@@ -15,17 +15,17 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/edgectl/edgectl/internal/cli"
-	"github.com/edgectl/edgectl/prep"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 const prepFixture = "../../testdata/models/tinystories-656k"
 
 // jsonEvents parses stdout as JSON lines, failing on anything else.
-func jsonEvents(t *testing.T, stdout string) []prep.Event {
+func jsonEvents(t *testing.T, stdout string) []progress.Event {
 	t.Helper()
-	var evs []prep.Event
+	var evs []progress.Event
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
-		var e prep.Event
+		var e progress.Event
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("stdout line %q is not JSON: %v", line, err)
 		}
@@ -108,18 +108,18 @@ func TestPrepCommandExitCodes(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"prep", prepFixture, "-o", filepath.Join(tmp, "a")}, cli.ExitUsage, "target"},
-		{[]string{"prep", prepFixture, "--target", "npu", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, cli.ExitUsage, "unknown --target"},
-		{[]string{"prep", prepFixture, "--target", "gguf", "--format", "sherry", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, cli.ExitUsage, "tq2_0, tq1_0"},
-		{[]string{"prep", filepath.Join(tmp, "missing"), "--target", "cpu", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, cli.ExitError, "no such file"},
-		{[]string{"prep", moe, "--target", "cpu", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, cli.ExitBlocked, "experts"},
+		{[]string{"prep", prepFixture, "-o", filepath.Join(tmp, "a")}, exitUsage, "target"},
+		{[]string{"prep", prepFixture, "--target", "npu", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, exitUsage, "unknown --target"},
+		{[]string{"prep", prepFixture, "--target", "gguf", "--format", "sherry", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, exitUsage, "tq2_0, tq1_0"},
+		{[]string{"prep", filepath.Join(tmp, "missing"), "--target", "cpu", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, exitError, "no such file"},
+		{[]string{"prep", moe, "--target", "cpu", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, exitBlocked, "experts"},
 		// An unloadable input fails before any work, naming the user's file.
-		{[]string{"prep", nullCfg, "--target", "cpu", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, cli.ExitError, nullCfg + "/config.json"},
+		{[]string{"prep", nullCfg, "--target", "cpu", "-o", filepath.Join(tmp, "a"), "--cache-dir", cache}, exitError, nullCfg + "/config.json"},
 		// OUT may not hold or lie inside the source: --force would delete it.
-		{[]string{"prep", moe, "--target", "cpu", "-o", tmp, "--cache-dir", cache, "--force"}, cli.ExitUsage, "it contains the input"},
-		{[]string{"prep", moe, "--target", "cpu", "-o", filepath.Join(moe, "out"), "--cache-dir", cache}, cli.ExitUsage, "lies inside the input directory"},
-		{[]string{"push", filepath.Join(tmp, "missing"), "localhost:1/x:1"}, cli.ExitError, "not a prep artifact"},
-		{[]string{"pull", "oci://Not A Ref"}, cli.ExitUsage, "not an OCI reference"},
+		{[]string{"prep", moe, "--target", "cpu", "-o", tmp, "--cache-dir", cache, "--force"}, exitUsage, "it contains the input"},
+		{[]string{"prep", moe, "--target", "cpu", "-o", filepath.Join(moe, "out"), "--cache-dir", cache}, exitUsage, "lies inside the input directory"},
+		{[]string{"push", filepath.Join(tmp, "missing"), "localhost:1/x:1"}, exitError, "not a prep artifact"},
+		{[]string{"pull", "oci://Not A Ref"}, exitUsage, "not an OCI reference"},
 	} {
 		code, stdout, stderr := runCLI(t, tc.args...)
 		// Progress lines may come first; the error is the one last line.

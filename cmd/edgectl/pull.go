@@ -5,20 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/edgectl/edgectl/hub"
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/units"
 )
 
 func init() { register(newPullCmd) }
 
-// pullOCI pulls an oci:// artifact; the OCI file sets it when that support is
-// built in, so pull.go stays free of registry code.
-var pullOCI func(ctx context.Context, io *cli.IO, ref, localDir string) error
+// pullOCI pulls an oci:// artifact (pull_oci.go); a variable so a test can
+// watch the hand-off.
+var pullOCI = runPullOCI
 
 type pullOptions struct {
 	Ref      string // REPO[@REVISION] or oci://REF
@@ -70,17 +70,14 @@ Exit codes: 10 not found, 11 gated/private (accept the licence or set HF_TOKEN),
 
 func runPull(ctx context.Context, io *cli.IO, o *pullOptions) error {
 	if strings.HasPrefix(o.Ref, "oci://") {
-		if pullOCI == nil {
-			return cli.Usagef("%s: OCI pulls are not built into this edgectl; pull a Hub model as ORG/NAME[@REVISION]", o.Ref)
-		}
 		return pullOCI(ctx, io, o.Ref, o.LocalDir)
 	}
 	repo, rev, err := hub.ParseRef(o.Ref)
 	if err != nil {
-		return cli.Exit(cli.ExitUsage, err)
+		return errkind.Wrap(errkind.Usage, err)
 	}
 	if o.Jobs < 1 {
-		return cli.Usagef("--jobs %d: give at least 1", o.Jobs)
+		return usagef("--jobs %d: give at least 1", o.Jobs)
 	}
 	cfg := hub.FromEnv()
 	if o.Token != "" {
@@ -90,13 +87,13 @@ func runPull(ctx context.Context, io *cli.IO, o *pullOptions) error {
 	if err != nil {
 		return err
 	}
-	prog := newPullProgress(io)
+	view := newEventView(io, true)
 	snap, err := c.Snapshot(ctx, repo, rev, hub.SnapshotOptions{
-		Include: o.Include, Exclude: o.Exclude, Jobs: o.Jobs, LocalDir: o.LocalDir, OnEvent: prog.on,
+		Include: o.Include, Exclude: o.Exclude, Jobs: o.Jobs, LocalDir: o.LocalDir, OnEvent: view.on,
 	})
-	prog.finish()
+	view.finish()
 	if errors.Is(err, context.Canceled) {
-		return cli.Exitf(cli.ExitError, "pull of %s interrupted: partial downloads are kept, run the same command again to resume", o.Ref)
+		return fmt.Errorf("pull of %s interrupted: partial downloads are kept, run the same command again to resume", o.Ref)
 	}
 	if err != nil {
 		return err
@@ -119,58 +116,11 @@ func runPull(ctx context.Context, io *cli.IO, o *pullOptions) error {
 			cached++
 		}
 	}
-	how := fmt.Sprintf("%s downloaded, %d of %d files from the cache", cli.Bytes(snap.Downloaded()), cached, len(snap.Files))
+	how := fmt.Sprintf("%s downloaded, %d of %d files from the cache", units.Bytes(snap.Downloaded()), cached, len(snap.Files))
 	if snap.Offline {
 		how = fmt.Sprintf("%d files from the cache (offline)", len(snap.Files))
 	}
 	io.Logf("%s@%s → commit %s: %s", snap.Repo, snap.Revision, snap.Commit[:min(12, len(snap.Commit))], how)
 	io.Printf("%s\n", snap.Dir)
 	return nil
-}
-
-// pullProgress turns hub events into JSON lines (--json), one overall bar
-// (terminal), and log lines for retries and warnings.
-type pullProgress struct {
-	io    *cli.IO
-	mu    sync.Mutex
-	bar   *progressbar.ProgressBar
-	bytes map[string]int64
-	sum   int64
-}
-
-func newPullProgress(io *cli.IO) *pullProgress {
-	return &pullProgress{io: io, bytes: map[string]int64{}}
-}
-
-func (p *pullProgress) on(e hub.Event) {
-	if p.io.JSON {
-		p.io.Event(e)
-		return
-	}
-	switch e.Event {
-	case hub.EventStart:
-		p.mu.Lock()
-		p.bar = p.io.Bar(e.Total, fmt.Sprintf("%s (%d files)", e.Repo, e.Files))
-		p.mu.Unlock()
-	case hub.EventFileStart, hub.EventProgress, hub.EventFileDone:
-		p.mu.Lock()
-		p.sum += e.Bytes - p.bytes[e.File]
-		p.bytes[e.File] = e.Bytes
-		if p.bar != nil {
-			p.bar.Set64(p.sum)
-		}
-		p.mu.Unlock()
-	case hub.EventRetry:
-		p.io.Logf("retrying %s in %.1fs (try %d failed: %s)", e.File, float64(e.DelayMS)/1000, e.Attempt, e.Message)
-	case hub.EventWarning:
-		p.io.Logf("warning: %s", e.Message)
-	}
-}
-
-func (p *pullProgress) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.bar != nil {
-		p.bar.Finish()
-	}
 }

@@ -113,24 +113,16 @@ func TestPullExitCodes(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"pull", "acme/missing"}, nil, cli.ExitNotFound, "repository acme/missing not found"},
-		{[]string{"pull", "acme/tiny@v7"}, nil, cli.ExitNotFound, `revision "v7" not found`},
-		{[]string{"pull", "meta/gated"}, nil, cli.ExitAuth, "accept its licence"},
-		{[]string{"pull", "meta/gated", "--token", "hf_wrong"}, nil, cli.ExitAuth, "not been granted access"},
-		{[]string{"pull", "acme/tiny"}, map[string]string{"HF_HUB_OFFLINE": "1"}, cli.ExitOffline, "not in the cache"},
-		{[]string{"pull", "acme/tiny", "--include", "*.gguf"}, nil, cli.ExitNotFound, "no file of acme/tiny@main matches --include *.gguf"},
-		{[]string{"pull", "https://huggingface.co/acme/tiny"}, nil, cli.ExitUsage, "ORG/NAME[@REVISION]"},
-		{[]string{"pull", "acme/tiny@"}, nil, cli.ExitUsage, "ORG/NAME[@REVISION]"},
-		{[]string{"pull", "acme/tiny", "--jobs", "0"}, nil, cli.ExitUsage, "--jobs 0"},
-		{[]string{"pull", "../../etc"}, nil, cli.ExitUsage, "is not a Hub model id"},
-	}
-	if pullOCI == nil {
-		cases = append(cases, struct {
-			args []string
-			env  map[string]string
-			code int
-			msg  string
-		}{[]string{"pull", "oci://registry.local/models/tiny:v1"}, nil, cli.ExitUsage, "OCI pulls are not built into this edgectl"})
+		{[]string{"pull", "acme/missing"}, nil, exitNotFound, "repository acme/missing not found"},
+		{[]string{"pull", "acme/tiny@v7"}, nil, exitNotFound, `revision "v7" not found`},
+		{[]string{"pull", "meta/gated"}, nil, exitAuth, "accept its licence"},
+		{[]string{"pull", "meta/gated", "--token", "hf_wrong"}, nil, exitAuth, "not been granted access"},
+		{[]string{"pull", "acme/tiny"}, map[string]string{"HF_HUB_OFFLINE": "1"}, exitOffline, "not in the cache"},
+		{[]string{"pull", "acme/tiny", "--include", "*.gguf"}, nil, exitNotFound, "no file of acme/tiny@main matches --include *.gguf"},
+		{[]string{"pull", "https://huggingface.co/acme/tiny"}, nil, exitUsage, "ORG/NAME[@REVISION]"},
+		{[]string{"pull", "acme/tiny@"}, nil, exitUsage, "ORG/NAME[@REVISION]"},
+		{[]string{"pull", "acme/tiny", "--jobs", "0"}, nil, exitUsage, "--jobs 0"},
+		{[]string{"pull", "../../etc"}, nil, exitUsage, "is not a Hub model id"},
 	}
 	for _, tc := range cases {
 		for k, v := range tc.env {
@@ -176,7 +168,7 @@ func TestPullInterruptedKeepsPartialDownload(t *testing.T) {
 	}()
 	var out, errOut bytes.Buffer
 	code := run(ctx, &cli.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"pull", "acme/tiny"})
-	if code != cli.ExitError || !strings.Contains(errOut.String(), "interrupted: partial downloads are kept, run the same command again to resume") {
+	if code != exitError || !strings.Contains(errOut.String(), "interrupted: partial downloads are kept, run the same command again to resume") {
 		t.Fatalf("exit %d stderr %q", code, errOut.String())
 	}
 	incs, _ := filepath.Glob(filepath.Join(cache, "models--acme--tiny", "blobs", "*.incomplete"))

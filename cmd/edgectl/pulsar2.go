@@ -69,7 +69,7 @@ leaves every import it does not target alone (Python 3.8–3.12).`,
 
 func runPulsar2Shim(ctx context.Context, io *cli.IO, o *pulsar2ShimOptions) error {
 	if o.Dir == "" {
-		return cli.Usagef("pass -o DIR")
+		return usagef("pass -o DIR")
 	}
 	if !o.Shim.Any() {
 		o.Shim.AliasLambert, o.Shim.RelaxGroupN, o.Shim.FP32AsBF16 = true, true, true
@@ -141,7 +141,7 @@ s4 for GPTQ/AWQ int4 checkpoints, else s8. AX8850 boards run AX650 models.`,
 
 func runPulsar2Build(ctx context.Context, io *cli.IO, o *pulsar2BuildOptions) error {
 	if o.OutDir == "" && !o.DryRun {
-		return cli.Usagef("pass -o OUT")
+		return usagef("pass -o OUT")
 	}
 	if o.OutDir == "" {
 		o.OutDir = "OUT"
@@ -150,8 +150,10 @@ func runPulsar2Build(ctx context.Context, io *cli.IO, o *pulsar2BuildOptions) er
 	if io.Quiet {
 		o.Log = goio.Discard
 	}
-	o.Progress = func(total int64, desc string) goio.Writer { return io.Bar(total, desc) }
+	view := newEventView(io, false) // --json prints one document: the result
+	o.OnEvent = view.on
 	res, err := pulsar2.Build(ctx, o.BuildOptions)
+	view.finish()
 	if err != nil {
 		var be *pulsar2.BuildError
 		if io.JSON && errors.As(err, &be) {
@@ -202,7 +204,7 @@ func runPulsar2Verify(ctx context.Context, io *cli.IO, o *pulsar2VerifyOptions) 
 		if io.JSON && errors.As(err, &ve) {
 			io.Event(map[string]any{"event": "verify_failed", "dir": ve.Dir, "problems": ve.Problems})
 		}
-		return cli.Exit(cli.ExitError, err)
+		return err
 	}
 	if io.JSON {
 		return io.WriteJSON(map[string]any{"dir": o.Dir, "ok": true, "config": c})

@@ -84,7 +84,7 @@ func TestPulsar2ShimCommand(t *testing.T) {
 	if err != nil || !pulsar2.IsShim(b) {
 		t.Fatalf("shim not written: %v", err)
 	}
-	if code, _, _ := pulsar2CLI(t, "pulsar2", "shim"); code != cli.ExitUsage {
+	if code, _, _ := pulsar2CLI(t, "pulsar2", "shim"); code != exitUsage {
 		t.Errorf("shim without -o: exit %d", code)
 	}
 }
@@ -113,7 +113,7 @@ func TestPulsar2BuildCommand(t *testing.T) {
 	}
 	os.Remove(filepath.Join(out, axllm.PostConfigName))
 	code, _, stderr = pulsar2CLI(t, "pulsar2", "verify", out)
-	if code != cli.ExitError || !strings.Contains(stderr, "post_config.json missing") {
+	if code != exitError || !strings.Contains(stderr, "post_config.json missing") {
 		t.Errorf("verify of a broken dir: exit %d %q", code, stderr)
 	}
 }
@@ -123,15 +123,15 @@ func TestPulsar2BuildExitCodes(t *testing.T) {
 	model := tinyQwen(t)
 	t.Setenv("FAKE_PULSAR2_FAIL", "tile")
 	code, stdout, stderr := pulsar2CLI(t, "--json", "pulsar2", "build", model, "-o", filepath.Join(t.TempDir(), "o"), "--image", "pulsar2:5.2")
-	if code != cli.ExitTool || !strings.Contains(stdout, `"kind":"tile"`) || !strings.Contains(stderr, "TileFailException") {
+	if code != exitTool || !strings.Contains(stdout, `"kind":"tile"`) || !strings.Contains(stderr, "TileFailException") {
 		t.Errorf("tile failure: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
 	t.Setenv("FAKE_PULSAR2_FAIL", "")
 	code, _, stderr = pulsar2CLI(t, "pulsar2", "build", model, "-o", filepath.Join(t.TempDir(), "o"), "--kv-cache-len", "2048")
-	if code != cli.ExitError || !strings.Contains(stderr, "use 2047") {
+	if code != exitError || !strings.Contains(stderr, "use 2047") {
 		t.Errorf("bad kv: exit %d %q", code, stderr)
 	}
-	if code, _, _ := pulsar2CLI(t, "pulsar2", "build", model); code != cli.ExitUsage {
+	if code, _, _ := pulsar2CLI(t, "pulsar2", "build", model); code != exitUsage {
 		t.Errorf("build without -o: exit %d", code)
 	}
 }
@@ -141,10 +141,10 @@ func TestPulsar2ImagePatchCommandErrors(t *testing.T) {
 	bad := filepath.Join(dir, "not-an-image.tar")
 	os.WriteFile(bad, []byte("junk"), 0o644)
 	code, _, stderr := pulsar2CLI(t, "pulsar2", "image", "patch", bad, filepath.Join(dir, "out.tar"))
-	if code != cli.ExitError || !strings.Contains(stderr, "not a `docker save` tarball") {
+	if code != exitError || !strings.Contains(stderr, "not a `docker save` tarball") {
 		t.Errorf("exit %d %q", code, stderr)
 	}
-	if code, _, _ := pulsar2CLI(t, "pulsar2", "image", "patch", bad); code != cli.ExitUsage {
+	if code, _, _ := pulsar2CLI(t, "pulsar2", "image", "patch", bad); code != exitUsage {
 		t.Errorf("one argument: exit %d", code)
 	}
 }
@@ -209,7 +209,7 @@ func TestPulsar2AxllmConfigCommand(t *testing.T) {
 
 	// doctor says it is fixable and names the command; the command fixes it.
 	code, out, _ := runCLI(t, "doctor", dir)
-	if code != cli.ExitFixable || !strings.Contains(out, "edgectl pulsar2 axllm-config") {
+	if code != exitFixable || !strings.Contains(out, "edgectl pulsar2 axllm-config") {
 		t.Fatalf("doctor: exit %d\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "pulsar2", "axllm-config", dir)

@@ -48,7 +48,7 @@ Exit codes: 0 ok, 1 error, 11 access denied, 10 not found, 15 network, 16 regist
 }
 
 func runPush(ctx context.Context, io *cli.IO, o *pushOptions) error {
-	res, err := pushDir(ctx, io, o.Dir, o.Ref, o.Insecure)
+	res, err := pushDir(ctx, newEventView(io, true), o.Dir, o.Ref, o.Insecure)
 	if err != nil {
 		return err
 	}

@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/units"
 	"github.com/edgectl/edgectl/quant"
 )
 
@@ -88,34 +86,23 @@ func runQuantPack(ctx context.Context, io *cli.IO, o *quantPackOptions) error {
 		valid = valid || f == o.Format
 	}
 	if !valid {
-		return cli.Usagef("--format %q: want one of %s", o.Format, strings.Join(quant.Formats, ", "))
+		return usagef("--format %q: want one of %s", o.Format, strings.Join(quant.Formats, ", "))
 	}
 	switch o.Ternarize {
 	case quant.TernarizeAuto, quant.TernarizeAbsmean, quant.TernarizeNone:
 	default:
-		return cli.Usagef("--ternarize %q: want auto, absmean or none", o.Ternarize)
+		return usagef("--ternarize %q: want auto, absmean or none", o.Ternarize)
 	}
 	if o.Threads < 0 {
-		return cli.Usagef("--threads %d: want 0 (all cores) or more", o.Threads)
+		return usagef("--threads %d: want 0 (all cores) or more", o.Threads)
 	}
-	bar := io.Bar(inputSize(o.Input), "quant pack")
+	view := newEventView(io, true)
 	res, err := quant.Pack(ctx, quant.Options{
 		Input: o.Input, Output: o.Output, Format: o.Format, Ternarize: o.Ternarize,
-		Threads: o.Threads, TokenizerPre: o.TokenizerPre,
-		Progress: func(n int64) { bar.Add64(n) },
-		Warn: func(msg string) {
-			if io.JSON {
-				io.Event(map[string]any{"event": "warning", "message": msg})
-			}
-			io.Logf("warning: %s", msg)
-		},
+		Threads: o.Threads, TokenizerPre: o.TokenizerPre, OnEvent: view.on,
 	})
-	bar.Finish()
+	view.finish()
 	if err != nil {
-		var ie *quant.InputError
-		if errors.As(err, &ie) {
-			return cli.Exit(cli.ExitError, err)
-		}
 		return err
 	}
 	if io.JSON {
@@ -126,26 +113,6 @@ func runQuantPack(ctx context.Context, io *cli.IO, o *quantPackOptions) error {
 		io.Logf("removed %d temporaries left by killed runs: %s", len(res.StaleRemoved), strings.Join(res.StaleRemoved, ", "))
 	}
 	io.Printf("wrote %s (%s, %s → %s in %.1fs, %.2f GB/s)\n", strings.Join(res.Files, ", "), res.Format,
-		cli.Bytes(res.InputBytes), cli.Bytes(res.OutputBytes), res.Seconds, float64(res.InputBytes)/1e9/max(res.Seconds, 1e-9))
+		units.Bytes(res.InputBytes), units.Bytes(res.OutputBytes), res.Seconds, float64(res.InputBytes)/1e9/max(res.Seconds, 1e-9))
 	return nil
-}
-
-// inputSize is the byte size of a .safetensors file or of the safetensors
-// files in a directory (the progress bar's total; -1 when unknown).
-func inputSize(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return -1
-	}
-	if !st.IsDir() {
-		return st.Size()
-	}
-	var n int64
-	matches, _ := filepath.Glob(filepath.Join(path, "*.safetensors"))
-	for _, m := range matches {
-		if s, err := os.Stat(m); err == nil {
-			n += s.Size()
-		}
-	}
-	return n
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // run executes edgectl with args and returns the process exit code. Tests call
@@ -17,14 +18,15 @@ func run(ctx context.Context, io *cli.IO, args []string) int {
 }
 
 // execute runs root with args and turns its error into an exit code: the
-// code the error carries (cli.CodeOf), never one guessed from its text.
+// code of the errkind the error carries (exitcode.go), never one guessed
+// from its text.
 func execute(ctx context.Context, io *cli.IO, root *cobra.Command, args []string) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return cli.ExitOK
+		return exitOK
 	}
-	code := cli.CodeOf(err) // usage errors are typed where cobra makes them (usage.go)
+	code := exitCode(err) // usage errors are marked where cobra makes them (usage.go)
 	var silent *silentError
 	if !errors.As(err, &silent) {
 		if io.JSON {
@@ -35,12 +37,12 @@ func execute(ctx context.Context, io *cli.IO, root *cobra.Command, args []string
 	return code
 }
 
-// silentError carries an exit code whose explanation the command already
-// printed (doctor's verdict, for example).
-type silentError struct{ code int }
+// silentError is an error the command has already explained (doctor's
+// verdict, for example): it exits with its kind's code and prints nothing.
+type silentError struct{ err error }
 
-func (e *silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
-func (e *silentError) ExitCode() int { return e.code }
+func (e *silentError) Error() string { return e.err.Error() }
+func (e *silentError) Unwrap() error { return e.err }
 
 func newRootCmd(io *cli.IO) *cobra.Command {
 	root := &cobra.Command{
@@ -63,7 +65,7 @@ compiler, and serves the result over OpenAI- and Ollama-compatible APIs.`,
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
 	root.SetIn(io.In)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cli.Exit(cli.ExitUsage, err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return errkind.Wrap(errkind.Usage, err) })
 
 	for _, add := range commands {
 		root.AddCommand(add(io))

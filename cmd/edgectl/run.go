@@ -113,13 +113,13 @@ type runStats struct {
 
 func runRun(ctx context.Context, io *cli.IO, opts *runOptions) error {
 	if opts.Temperature < 0 {
-		return cli.Usagef("--temperature must be ≥ 0 (got %g)", opts.Temperature)
+		return usagef("--temperature must be ≥ 0 (got %g)", opts.Temperature)
 	}
 	if opts.MaxTokens < 0 {
-		return cli.Usagef("--max-tokens must be ≥ 0 (got %d)", opts.MaxTokens)
+		return usagef("--max-tokens must be ≥ 0 (got %d)", opts.MaxTokens)
 	}
 	if opts.Context < 0 {
-		return cli.Usagef("--ctx must be ≥ 0 (got %d)", opts.Context)
+		return usagef("--ctx must be ≥ 0 (got %d)", opts.Context)
 	}
 	if opts.changed == nil {
 		opts.changed = func(string) bool { return false }
@@ -128,7 +128,7 @@ func runRun(ctx context.Context, io *cli.IO, opts *runOptions) error {
 		return runOnHost(ctx, io, opts)
 	}
 	if opts.changed("api-key") {
-		return cli.Usagef("--api-key goes with --host: a local run talks to no server")
+		return usagef("--api-key goes with --host: a local run talks to no server")
 	}
 	path, err := resolveModel(ctx, io, opts.Model) // a Hub id: from the HF cache, pulled when missing
 	if err != nil {
@@ -137,7 +137,7 @@ func runRun(ctx context.Context, io *cli.IO, opts *runOptions) error {
 	loadStart := time.Now()
 	m, err := cpu.New().Load(ctx, path, engine.LoadOptions{ContextLength: opts.Context, Threads: opts.Threads, Mmap: opts.Mmap, Head: opts.Head})
 	if err != nil {
-		return cli.Exit(cli.ExitError, err)
+		return err
 	}
 	defer m.Close()
 	info := m.Info()
@@ -148,7 +148,7 @@ func runRun(ctx context.Context, io *cli.IO, opts *runOptions) error {
 		info.ContextLength, time.Since(loadStart).Round(time.Millisecond))
 	sess, err := m.NewSession()
 	if err != nil {
-		return cli.Exit(cli.ExitError, err)
+		return err
 	}
 	defer sess.Close()
 
@@ -214,9 +214,9 @@ func converse(ctx context.Context, io *cli.IO, opts *runOptions, model string, c
 		st.Model, st.Text = model, out.String()
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
-				return st, cli.Exit(cli.ExitError, fmt.Errorf("interrupted after %d tokens", st.CompletionTokens))
+				return st, fmt.Errorf("interrupted after %d tokens", st.CompletionTokens)
 			}
-			return st, cli.Exit(cli.ExitError, err)
+			return st, err
 		}
 		if chat {
 			history = append(history, engine.Message{Role: "assistant", Content: out.String()})

@@ -9,6 +9,7 @@ import (
 	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/internal/envconfig"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // serverSettings are run's flags that set how a model is loaded: with
@@ -20,7 +21,7 @@ var serverSettings = []string{"threads", "mmap", "head"}
 func runOnHost(ctx context.Context, io *cli.IO, opts *runOptions) error {
 	for _, f := range serverSettings {
 		if opts.changed(f) {
-			return cli.Usagef("--%s cannot be used with --host: the server loads the model with its own setting (serve --config lanes.cpu.%s); leave it out", f, f)
+			return usagef("--%s cannot be used with --host: the server loads the model with its own setting (serve --config lanes.cpu.%s); leave it out", f, f)
 		}
 	}
 	key := opts.APIKey
@@ -30,9 +31,9 @@ func runOnHost(ctx context.Context, io *cli.IO, opts *runOptions) error {
 	c, err := api.NewClient(opts.Host, key)
 	if err != nil {
 		if opts.Host != "" {
-			return cli.Usagef("--host %v", err)
+			return usagef("--host %v", err)
 		}
-		return cli.Exit(cli.ExitUsage, err)
+		return errkind.Wrap(errkind.Usage, err)
 	}
 
 	// Load the model first, as ollama run does: the load time is reported
@@ -43,11 +44,11 @@ func runOnHost(ctx context.Context, io *cli.IO, opts *runOptions) error {
 		if opts.Host == "" {
 			err = fmt.Errorf("%w (EDGECTL_HOST is set, so run asks the server at %s; unset it to run MODEL on this machine)", err, c.URL())
 		}
-		return cli.Exit(cli.ExitError, err)
+		return err
 	}
 	show, err := c.Show(ctx, &api.ShowRequest{Model: opts.Model})
 	if err != nil {
-		return cli.Exit(cli.ExitError, err)
+		return err
 	}
 	arch, _ := show.ModelInfo["general.architecture"].(string)
 	ctxLen, _ := show.ModelInfo[arch+".context_length"].(float64)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/cpu"
-	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/serve"
 )
 
@@ -160,18 +159,18 @@ func TestRunHostRefusesWhatCannotTravel(t *testing.T) {
 		{[]string{"--head", "q8"}, "--head cannot be used with --host"},
 	} {
 		code, _, errOut := runCmd(t, "", append([]string{"run", "--host", "127.0.0.1:1", "m", "hi"}, c.args...)...)
-		if code != cli.ExitUsage || !strings.Contains(errOut, c.want) {
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, %s", c.args, code, errOut)
 		}
 	}
-	if code, _, errOut := runCmd(t, "", "run", "--host", "http://h/path", "m", "hi"); code != cli.ExitUsage || !strings.Contains(errOut, `--host "http://h/path"`) {
+	if code, _, errOut := runCmd(t, "", "run", "--host", "http://h/path", "m", "hi"); code != exitUsage || !strings.Contains(errOut, `--host "http://h/path"`) {
 		t.Errorf("bad --host: exit %d, %s", code, errOut)
 	}
-	if code, _, errOut := runCmd(t, "", "run", runFixture, "hi", "--api-key", "k"); code != cli.ExitUsage || !strings.Contains(errOut, "--api-key goes with --host") {
+	if code, _, errOut := runCmd(t, "", "run", runFixture, "hi", "--api-key", "k"); code != exitUsage || !strings.Contains(errOut, "--api-key goes with --host") {
 		t.Errorf("--api-key alone: exit %d, %s", code, errOut)
 	}
 	t.Setenv("EDGECTL_HOST", "h:port")
-	if code, _, errOut := runCmd(t, "", "run", "m", "hi"); code != cli.ExitUsage || !strings.Contains(errOut, "EDGECTL_HOST") {
+	if code, _, errOut := runCmd(t, "", "run", "m", "hi"); code != exitUsage || !strings.Contains(errOut, "EDGECTL_HOST") {
 		t.Errorf("bad EDGECTL_HOST: exit %d, %s", code, errOut)
 	}
 }
@@ -179,24 +178,24 @@ func TestRunHostRefusesWhatCannotTravel(t *testing.T) {
 func TestRunHostServerErrors(t *testing.T) {
 	root := hostModels(t)
 	url := hostServer(t, root, "k")
-	if code, _, errOut := runCmd(t, "", "run", "--host", url, "tinystories-656k", "hi"); code != cli.ExitError || !strings.Contains(errOut, "401") || !strings.Contains(errOut, "API key") {
+	if code, _, errOut := runCmd(t, "", "run", "--host", url, "tinystories-656k", "hi"); code != exitError || !strings.Contains(errOut, "401") || !strings.Contains(errOut, "API key") {
 		t.Errorf("no key: exit %d, %s", code, errOut)
 	}
 	if code, out, errOut := runCmd(t, "", "run", "--host", url, "--api-key", "k", "tinystories-656k", "Once upon a time", "-n", "4"); code != 0 || out == "" {
 		t.Errorf("--api-key: exit %d, %q %s", code, out, errOut)
 	}
 	t.Setenv("EDGECTL_API_KEY", "k")
-	if code, _, errOut := runCmd(t, "", "run", "--host", url, "nope", "hi"); code != cli.ExitError || !strings.Contains(errOut, `model "nope" not found`) {
+	if code, _, errOut := runCmd(t, "", "run", "--host", url, "nope", "hi"); code != exitError || !strings.Contains(errOut, `model "nope" not found`) {
 		t.Errorf("unknown model: exit %d, %s", code, errOut)
 	}
 	// A prompt over --ctx fails on the server as it does locally.
 	long := strings.Repeat("Once upon a time ", 200)
-	if code, _, errOut := runCmd(t, "", "run", "--host", url, "tinystories-656k", long, "--ctx", "64"); code != cli.ExitError || !strings.Contains(errOut, "context window") {
+	if code, _, errOut := runCmd(t, "", "run", "--host", url, "tinystories-656k", long, "--ctx", "64"); code != exitError || !strings.Contains(errOut, "context window") {
 		t.Errorf("context: exit %d, %s", code, errOut)
 	}
 	// EDGECTL_HOST set by accident: the error says how to run locally.
 	t.Setenv("EDGECTL_HOST", url)
-	if code, _, errOut := runCmd(t, "", "run", "./tinystories-656k", "hi"); code != cli.ExitError || !strings.Contains(errOut, "unset it to run MODEL on this machine") {
+	if code, _, errOut := runCmd(t, "", "run", "./tinystories-656k", "hi"); code != exitError || !strings.Contains(errOut, "unset it to run MODEL on this machine") {
 		t.Errorf("EDGECTL_HOST: exit %d, %s", code, errOut)
 	}
 }

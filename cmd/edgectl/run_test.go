@@ -66,16 +66,16 @@ func TestRunInteractiveReadsLines(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
-	if code, _, errOut := runCmd(t, "", "run", t.TempDir(), "hi"); code != cli.ExitError || !strings.Contains(errOut, "config.json") {
+	if code, _, errOut := runCmd(t, "", "run", t.TempDir(), "hi"); code != exitError || !strings.Contains(errOut, "config.json") {
 		t.Errorf("empty dir: exit %d, %s", code, errOut)
 	}
-	if code, _, _ := runCmd(t, "", "run"); code != cli.ExitUsage {
+	if code, _, _ := runCmd(t, "", "run"); code != exitUsage {
 		t.Errorf("no args: exit %d", code)
 	}
-	if code, _, errOut := runCmd(t, "", "run", runFixture, "hi", "--temperature", "-2"); code != cli.ExitUsage {
+	if code, _, errOut := runCmd(t, "", "run", runFixture, "hi", "--temperature", "-2"); code != exitUsage {
 		t.Errorf("bad temperature: exit %d %s", code, errOut)
 	}
-	if code, _, errOut := runCmd(t, "", "run", runFixture, strings.Repeat("Once upon a time ", 200), "--ctx", "64"); code != cli.ExitError || !strings.Contains(errOut, "context window") {
+	if code, _, errOut := runCmd(t, "", "run", runFixture, strings.Repeat("Once upon a time ", 200), "--ctx", "64"); code != exitError || !strings.Contains(errOut, "context window") {
 		t.Errorf("context: exit %d %s", code, errOut)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/edgectl/edgectl/engine/cpu"
 	"github.com/edgectl/edgectl/engine/upstream"
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/serve"
 )
 
@@ -88,7 +89,7 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 	if opts.Config != "" {
 		c, err := serve.ReadConfig(opts.Config)
 		if err != nil {
-			return cli.Exit(cli.ExitUsage, err)
+			return errkind.Wrap(errkind.Usage, err)
 		}
 		fc = c
 	}
@@ -99,7 +100,7 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 	}
 	models, addr, key, keepAlive, maxQueue, watchdog := st.Models, st.Addr, st.APIKey, st.KeepAlive, st.MaxQueue, st.Watchdog
 	if len(models) == 0 && len(fc.Upstreams) == 0 {
-		return cli.Usagef("nothing to serve: give --models DIR (or models/upstreams in --config, or EDGECTL_MODELS)")
+		return usagef("nothing to serve: give --models DIR (or models/upstreams in --config, or EDGECTL_MODELS)")
 	}
 	// Hub ids among the models: from the HF cache, pulled when missing.
 	models, err = resolveModelSpecs(ctx, io, models)
@@ -110,10 +111,10 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 	lanes := st.Lanes
 	maxBody, err := serve.ParseSize(opts.MaxBody)
 	if err != nil {
-		return cli.Usagef("--max-body: %v", err)
+		return usagef("--max-body: %v", err)
 	}
 	if opts.BodyTimeout <= 0 {
-		return cli.Usagef("--body-timeout must be > 0 (got %v)", opts.BodyTimeout)
+		return usagef("--body-timeout must be > 0 (got %v)", opts.BodyTimeout)
 	}
 	allowedHosts := st.AllowedHosts
 	if h, _, err := net.SplitHostPort(addr); err == nil && h != "" {
@@ -162,7 +163,7 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 		NPU:          npu,
 	})
 	if err != nil {
-		return cli.Exit(cli.ExitUsage, err)
+		return errkind.Wrap(errkind.Usage, err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/serve"
 )
 
@@ -35,7 +34,7 @@ func TestServeHotTempPrecedence(t *testing.T) {
 	}
 	for _, bad := range [][]string{{"--hot-temp", "0"}, {"--hot-temp", "-5"}, {"--hot-temp", "400"}} {
 		_, err := resolvedServe(t, "", bad...)
-		if cli.CodeOf(err) != cli.ExitUsage || !strings.Contains(err.Error(), "--hot-temp or hot_temp_c") {
+		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "--hot-temp or hot_temp_c") {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}

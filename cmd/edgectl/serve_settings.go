@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/api"
-	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/internal/envconfig"
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/serve"
 )
 
@@ -55,7 +55,7 @@ func resolveServe(opts *serveOptions, fc *serve.FileConfig) (serveSettings, erro
 	if !given("addr") && fc.Addr == "" { // a value that would not be used is not judged
 		a, err := envconfig.Host.Get()
 		if err != nil {
-			return s, cli.Usagef("%v", err)
+			return s, usagef("%v", err)
 		}
 		envAddr = a
 	}
@@ -64,7 +64,7 @@ func resolveServe(opts *serveOptions, fc *serve.FileConfig) (serveSettings, erro
 	s.APIKey = layered(opts.APIKey, given("api-key"), fc.APIKey, fc.APIKey != "",
 		envconfig.APIKey.Get(), envconfig.APIKey.IsSet())
 	if err := serve.CheckAddr(s.Addr, s.APIKey); err != nil {
-		return s, cli.Exit(cli.ExitUsage, err)
+		return s, errkind.Wrap(errkind.Usage, err)
 	}
 
 	s.Origins = layered(opts.Origins, given("origins"), fc.Origins, len(fc.Origins) > 0,
@@ -105,7 +105,7 @@ func resolveServe(opts *serveOptions, fc *serve.FileConfig) (serveSettings, erro
 	}
 	s.HotTempC = layered(opts.HotTemp, given("hot-temp"), fileHot, fc.HotTempC != nil, 0, false)
 	if s.HotTempC <= 0 || s.HotTempC > 150 {
-		return s, cli.Usagef("hot temperature must be between 0 and 150 °C (got %g from --hot-temp or hot_temp_c)", s.HotTempC)
+		return s, usagef("hot temperature must be between 0 and 150 °C (got %g from --hot-temp or hot_temp_c)", s.HotTempC)
 	}
 
 	s.Lanes, err = resolveLanes(opts, given, fc)
@@ -121,7 +121,7 @@ func resolveLanes(opts *serveOptions, given func(string) bool, fc *serve.FileCon
 	}
 	if given("npu-budget-mb") {
 		if opts.NPUBudget < 0 {
-			return nil, cli.Usagef("--npu-budget-mb must be ≥ 0 (got %d)", opts.NPUBudget)
+			return nil, usagef("--npu-budget-mb must be ≥ 0 (got %d)", opts.NPUBudget)
 		}
 		l := lanes[serve.LaneAxcl]
 		l.BudgetMB = opts.NPUBudget
@@ -129,7 +129,7 @@ func resolveLanes(opts *serveOptions, given func(string) bool, fc *serve.FileCon
 	}
 	if given("cpu-budget-mb") {
 		if opts.CPUBudget < 0 {
-			return nil, cli.Usagef("--cpu-budget-mb must be ≥ 0 (got %d)", opts.CPUBudget)
+			return nil, usagef("--cpu-budget-mb must be ≥ 0 (got %d)", opts.CPUBudget)
 		}
 		l := lanes[serve.LaneCPU]
 		l.BudgetMB, l.MaxLoaded = opts.CPUBudget, 0
@@ -139,7 +139,7 @@ func resolveLanes(opts *serveOptions, given func(string) bool, fc *serve.FileCon
 		lanes[serve.LaneCPU] = l
 	}
 	if opts.Context < 0 {
-		return nil, cli.Usagef("--ctx must be ≥ 0 (got %d)", opts.Context)
+		return nil, usagef("--ctx must be ≥ 0 (got %d)", opts.Context)
 	}
 	if given("ctx") && opts.Context > 0 {
 		l := lanes[serve.LaneCPU]
@@ -152,7 +152,7 @@ func resolveLanes(opts *serveOptions, given func(string) bool, fc *serve.FileCon
 func parseKeepAlive(source, v string) (time.Duration, error) {
 	d, err := api.ParseKeepAlive(v)
 	if err != nil {
-		return 0, cli.Usagef("%s: %v", source, err)
+		return 0, usagef("%s: %v", source, err)
 	}
 	return d, nil
 }

@@ -175,8 +175,8 @@ func TestServeEnvironmentErrorsNameTheVariable(t *testing.T) {
 			clearServeEnv(t)
 			t.Setenv(name, value)
 			_, err := resolvedServe(t, "")
-			if cli.CodeOf(err) != cli.ExitUsage || !strings.Contains(err.Error(), name) {
-				t.Fatalf("%s=%q: %v (exit %d); want exit 2 naming the variable", name, value, err, cli.CodeOf(err))
+			if exitCode(err) != exitUsage || !strings.Contains(err.Error(), name) {
+				t.Fatalf("%s=%q: %v (exit %d); want exit 2 naming the variable", name, value, err, exitCode(err))
 			}
 			// A flag given on the command line wins, so the bad value is not used.
 			flag := map[string]string{"EDGECTL_HOST": "--addr=127.0.0.1:1", "EDGECTL_KEEP_ALIVE": "--keep-alive=1m"}[name]
@@ -188,7 +188,7 @@ func TestServeEnvironmentErrorsNameTheVariable(t *testing.T) {
 	// A non-loopback EDGECTL_HOST needs a key like a non-loopback --addr.
 	clearServeEnv(t)
 	t.Setenv("EDGECTL_HOST", "0.0.0.0")
-	if _, err := resolvedServe(t, ""); cli.CodeOf(err) != cli.ExitUsage {
+	if _, err := resolvedServe(t, ""); exitCode(err) != exitUsage {
 		t.Fatalf("EDGECTL_HOST=0.0.0.0 without a key: %v; want exit 2", err)
 	}
 	t.Setenv("EDGECTL_API_KEY", "k")

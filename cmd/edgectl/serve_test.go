@@ -32,13 +32,13 @@ func TestServeRefusesOpenAddressWithoutKey(t *testing.T) {
 		errOut := &bytes.Buffer{}
 		code := run(context.Background(), &cli.IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: errOut},
 			[]string{"serve", "--models", "../../testdata/models", "--addr", addr, "--api-key", ""})
-		if code != cli.ExitUsage || !strings.Contains(errOut.String(), "--api-key") {
+		if code != exitUsage || !strings.Contains(errOut.String(), "--api-key") {
 			t.Errorf("%s: exit %d, %s", addr, code, errOut)
 		}
 	}
 	errOut := &bytes.Buffer{}
 	code := run(context.Background(), &cli.IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: errOut}, []string{"serve", "--api-key", ""})
-	if code != cli.ExitUsage || !strings.Contains(errOut.String(), "nothing to serve") {
+	if code != exitUsage || !strings.Contains(errOut.String(), "nothing to serve") {
 		t.Errorf("no models: exit %d, %s", code, errOut)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/spf13/cobra"
@@ -51,11 +52,11 @@ type sherryTensorStat struct {
 func runSherryVerify(ctx context.Context, io *cli.IO, o *sherryVerifyOptions) error {
 	f, err := h1b.Open(o.Path)
 	if err != nil {
-		return cli.Exit(cli.ExitError, err)
+		return err
 	}
 	defer f.Close()
 	if f.Version != h1b.V3Sherry {
-		return cli.Exitf(cli.ExitError, "%s: .h1b version %d (%s), not 3 (Sherry)", o.Path, f.Version, h1b.Packing(f.Version))
+		return fmt.Errorf("%s: .h1b version %d (%s), not 3 (Sherry)", o.Path, f.Version, h1b.Packing(f.Version))
 	}
 	var stats []sherryTensorStat
 	for _, t := range f.Tensors {
@@ -80,7 +81,7 @@ func runSherryVerify(ctx context.Context, io *cli.IO, o *sherryVerifyOptions) er
 		for r := 0; r < t.Rows; r++ {
 			s := scales[r]
 			if s != s || math.IsInf(float64(s), 0) || s < 0 {
-				return cli.Exitf(cli.ExitError, "%s: byte %d: tensor %q row %d: scale %v is not a finite non-negative number", o.Path, t.ScalesOffset+4*int64(r), t.Name, r, s)
+				return fmt.Errorf("%s: byte %d: tensor %q row %d: scale %v is not a finite non-negative number", o.Path, t.ScalesOffset+4*int64(r), t.Name, r, s)
 			}
 			st.MinScale, st.MaxScale = min(st.MinScale, s), max(st.MaxScale, s)
 			sherry.UnpackRow(q, codes[r*rb:(r+1)*rb])
@@ -95,7 +96,7 @@ func runSherryVerify(ctx context.Context, io *cli.IO, o *sherryVerifyOptions) er
 					}
 				}
 				if zeros != 1 { // cannot happen with a correct decoder; guards the codec
-					return cli.Exitf(cli.ExitError, "%s: tensor %q row %d group %d decodes to %d zeros", o.Path, t.Name, r, g/4, zeros)
+					return fmt.Errorf("%s: tensor %q row %d group %d decodes to %d zeros", o.Path, t.Name, r, g/4, zeros)
 				}
 			}
 		}

@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/spf13/cobra"
-
-	"github.com/edgectl/edgectl/internal/cli"
 )
 
-// Usage errors (exit 2) are typed where they arise, never recognised by
-// their text: cobra returns plain errors, so each place that makes one is
-// wrapped here.
+// Usage errors (exit 2) are marked errkind.Usage where they arise, never
+// recognised by their text: cobra returns plain errors, so each place that
+// makes one is wrapped here.
 //   - flag parsing: the root's FlagErrorFunc, inherited by every command;
 //   - positional arguments: typeArgErrors wraps every command's Args;
 //   - required flags and flag groups: validateFlags, run before cobra's
@@ -19,11 +18,16 @@ import (
 //   - unknown commands: rootRun (the root takes arbitrary args so cobra
 //     hands them to it instead of failing in its command search).
 
+// usagef is a usage error (exit 2): a flag or argument is wrong.
+func usagef(format string, args ...any) error {
+	return errkind.Errorf(errkind.Usage, format, args...)
+}
+
 // typeArgErrors makes every Args validator under c return a usage error.
 func typeArgErrors(c *cobra.Command) {
 	if args := c.Args; args != nil {
 		c.Args = func(cmd *cobra.Command, a []string) error {
-			return cli.Exit(cli.ExitUsage, args(cmd, a))
+			return errkind.Wrap(errkind.Usage, args(cmd, a))
 		}
 	}
 	for _, sub := range c.Commands() {
@@ -35,9 +39,9 @@ func typeArgErrors(c *cobra.Command) {
 // (MarkFlagRequired, flag groups), typed as usage errors.
 func validateFlags(cmd *cobra.Command) error {
 	if err := cmd.ValidateRequiredFlags(); err != nil {
-		return cli.Exit(cli.ExitUsage, err)
+		return errkind.Wrap(errkind.Usage, err)
 	}
-	return cli.Exit(cli.ExitUsage, cmd.ValidateFlagGroups())
+	return errkind.Wrap(errkind.Usage, cmd.ValidateFlagGroups())
 }
 
 // rootRun is edgectl without a subcommand: help, or an unknown command.
@@ -52,5 +56,5 @@ func rootRun(cmd *cobra.Command, args []string) error {
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		hint = fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
 	}
-	return cli.Usagef("unknown command %q%s; see edgectl --help for the commands", args[0], hint)
+	return usagef("unknown command %q%s; see edgectl --help for the commands", args[0], hint)
 }

@@ -15,10 +15,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // TestUsageErrorsAreTyped: every way cobra rejects a command line exits 2,
-// and the error reaching execute carries cli.ExitUsage itself.
+// and the error reaching execute carries exitUsage itself.
 func TestUsageErrorsAreTyped(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -39,11 +40,10 @@ func TestUsageErrorsAreTyped(t *testing.T) {
 		root := newRootCmd(io)
 		root.SetArgs(c.args)
 		err := root.ExecuteContext(context.Background())
-		var ce *cli.Error
-		if !errors.As(err, &ce) || ce.Code != cli.ExitUsage || !strings.Contains(err.Error(), c.says) {
-			t.Errorf("%q: error %v (%T); want a *cli.Error with exit 2 saying %q", c.args, err, err, c.says)
+		if !errors.Is(err, errkind.Usage) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%q: error %v (%T); want a usage error (errkind.Usage) saying %q", c.args, err, err, c.says)
 		}
-		if code, _, stderr := runCLI(t, c.args...); code != cli.ExitUsage || !strings.Contains(stderr, c.says) {
+		if code, _, stderr := runCLI(t, c.args...); code != exitUsage || !strings.Contains(stderr, c.says) {
 			t.Errorf("%q: exit %d, stderr %q; want 2", c.args, code, stderr)
 		}
 	}
@@ -58,7 +58,7 @@ func TestErrorTextDoesNotDecideTheExitCode(t *testing.T) {
 	root.AddCommand(&cobra.Command{Use: "lookalike", RunE: func(*cobra.Command, []string) error {
 		return errors.New(`model config: unknown flag "x" in requires at least one invalid argument`)
 	}})
-	if code := execute(context.Background(), io, root, []string{"lookalike"}); code != cli.ExitError {
+	if code := execute(context.Background(), io, root, []string{"lookalike"}); code != exitError {
 		t.Fatalf("exit %d, want 1 (stderr %q)", code, errOut.String())
 	}
 }
@@ -162,8 +162,8 @@ func TestDoctorColoursOnlyATerminalStdout(t *testing.T) {
 		code := run(context.Background(), &cli.IO{In: strings.NewReader(""), Out: out, ErrOut: tty}, []string{"doctor", dir})
 		tty.Close()
 		w.Close()
-		if code != cli.ExitFixable {
-			t.Fatalf("doctor: exit %d, want %d", code, cli.ExitFixable)
+		if code != exitFixable {
+			t.Fatalf("doctor: exit %d, want %d", code, exitFixable)
 		}
 		if stdoutTTY {
 			<-piped

@@ -13,8 +13,8 @@ import (
 	"sync"
 
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/engine/chat"
 	"github.com/edgectl/edgectl/engine/tokenizer"
+	"github.com/edgectl/edgectl/format/chattemplate"
 )
 
 // New returns the CPU engine. It holds no state: each loaded Model owns its
@@ -88,7 +88,7 @@ type model struct {
 	freqs   []float64
 	pool    *pool
 	tok     *tokenizer.Tokenizer
-	tmpl    *chat.Template
+	tmpl    *chattemplate.Template
 	info    engine.ModelInfo
 	closers []ioCloser
 	mem     *arena

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/engine/chat"
 	"github.com/edgectl/edgectl/engine/tokenizer"
+	"github.com/edgectl/edgectl/format/chattemplate"
 	"github.com/edgectl/edgectl/format/gguf"
 	"github.com/edgectl/edgectl/format/h1b"
 )
@@ -433,7 +433,7 @@ func (m *model) ggufTokenizer(g *gguf.File) error {
 	}
 	m.arch.eos = dedupe(append(m.arch.eos, tok.EOS()...))
 	if src, err := g.String("tokenizer.chat_template"); err == nil && src != "" {
-		t, err := chat.Parse(src)
+		t, err := chattemplate.Parse(src)
 		if err != nil {
 			return fmt.Errorf("%s: tokenizer.chat_template: %w", g.Path, err)
 		}

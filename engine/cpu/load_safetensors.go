@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/engine/chat"
 	"github.com/edgectl/edgectl/engine/tokenizer"
+	"github.com/edgectl/edgectl/format/chattemplate"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/format/safetensors"
@@ -136,7 +136,7 @@ func (m *model) loadTokenizer(dir string) error {
 		m.arch.bos = tok.BOS()
 	}
 	if src := tok.ChatTemplate(); src != "" {
-		t, err := chat.Parse(src)
+		t, err := chattemplate.Parse(src)
 		if err != nil {
 			return fmt.Errorf("%s: %w", dir, err) // the error starts "chat template line N"
 		}

@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/engine/chat"
 	"github.com/edgectl/edgectl/engine/sample"
+	"github.com/edgectl/edgectl/format/chattemplate"
 )
 
 // prefillChunk bounds how many prompt tokens go through one forward pass:
@@ -46,9 +46,9 @@ func (s *session) prompt(ctx context.Context, req engine.Request) ([]int, error)
 		return tok.EncodeContext(ctx, req.Prompt, true)
 	}
 	if s.m.tmpl == nil {
-		return nil, fmt.Errorf("%s: %w; send a plain prompt instead", s.m.info.Name, chat.ErrNoTemplate)
+		return nil, fmt.Errorf("%s: %w; send a plain prompt instead", s.m.info.Name, chattemplate.ErrNoTemplate)
 	}
-	text, err := s.m.tmpl.Render(ctx, req.Messages, chat.Vars{BOSToken: tok.BOSToken(), EOSToken: tok.EOSToken(),
+	text, err := s.m.tmpl.Render(ctx, req.Messages, chattemplate.Vars{BOSToken: tok.BOSToken(), EOSToken: tok.EOSToken(),
 		AddGenerationPrompt: req.AddGenerationPrompt})
 	if err != nil {
 		return nil, err

@@ -253,7 +253,9 @@ func (m *Model) waitHealthy(ctx context.Context) error {
 				continue
 			}
 			last = fmt.Sprintf("GET %s: %s", paths[i], resp.Status)
-		} else {
+		} else if ctx.Err() == nil || last == "no answer" {
+			// The attempt the deadline cut short says less than the one
+			// before it (connection refused, a 503): keep that one.
 			last = err.Error()
 		}
 		select {

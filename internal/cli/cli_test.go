@@ -2,37 +2,9 @@ package cli
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 )
-
-type coded struct{}
-
-func (coded) Error() string { return "gated" }
-func (coded) ExitCode() int { return ExitAuth }
-
-func TestCodeOf(t *testing.T) {
-	cases := []struct {
-		err  error
-		want int
-	}{
-		{nil, ExitOK},
-		{errors.New("plain"), ExitError},
-		{Exit(ExitTool, errors.New("docker died")), ExitTool},
-		{fmt.Errorf("pull: %w", coded{}), ExitAuth},
-		{fmt.Errorf("wrapped: %w", Usagef("bad flag")), ExitUsage},
-	}
-	for _, c := range cases {
-		if got := CodeOf(c.err); got != c.want {
-			t.Errorf("CodeOf(%v) = %d, want %d", c.err, got, c.want)
-		}
-	}
-	if Exit(ExitTool, nil) != nil {
-		t.Fatal("Exit(code, nil) is not nil")
-	}
-}
 
 func TestJSONModeKeepsStdoutMachineReadable(t *testing.T) {
 	var out, errOut bytes.Buffer
@@ -57,11 +29,5 @@ func TestJSONModeKeepsStdoutMachineReadable(t *testing.T) {
 	bar.Add(50)
 	if strings.Contains(errOut.String(), "50") {
 		t.Fatal("progress drawn on a non-terminal")
-	}
-}
-
-func TestUnits(t *testing.T) {
-	if Bytes(1536) != "1.5 KiB" || Bytes(3<<30) != "3.0 GiB" || Bytes(7) != "7 B" || Count(656000) != "656.0K" || Count(2_410_000_000) != "2.41B" {
-		t.Fatal(Bytes(1536), Bytes(3<<30), Count(656000), Count(2_410_000_000))
 	}
 }

@@ -1,3 +1,7 @@
+// Package cli holds what every edgectl command shares: the machine/human
+// output split (--json, --quiet), colour, and progress bars that appear
+// only on a terminal. Exit codes are cmd/edgectl's (exitcode.go); library
+// packages never import cli.
 package cli
 
 import (

@@ -17,10 +17,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
-// Error is an output that would replace or nest with an input. Commands
-// exit with code 2 (usage: the arguments are wrong).
+// Error is an output that would replace or nest with an input. It is a
+// usage error (errkind.Usage): the arguments are wrong.
 type Error struct {
 	Flag   string // how the output was given ("-o"), or "" for a positional argument
 	Output string // the output as the user named it
@@ -41,8 +43,8 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("refusing to write %s: %s; choose a path outside the input", out, what)
 }
 
-// ExitCode is edgectl's usage exit code: the output argument is wrong.
-func (e *Error) ExitCode() int { return 2 }
+// Unwrap marks the error as a usage error: the output argument is wrong.
+func (e *Error) Unwrap() error { return errkind.Usage }
 
 // File checks a file the command will create or replace against every
 // file or directory it reads. Inputs that do not exist are skipped; an

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // model builds DIR/model.safetensors and DIR/config.json, an alias of DIR
@@ -36,8 +38,8 @@ func wantRefusal(t *testing.T, err error, parts ...string) {
 		t.Fatalf("got %v, want a refusal", err)
 	}
 	msg := err.Error()
-	if !strings.HasPrefix(msg, "refusing to write -o ") || strings.Contains(msg, "\n") || ge.ExitCode() != 2 {
-		t.Errorf("message %q (exit %d)", msg, ge.ExitCode())
+	if !strings.HasPrefix(msg, "refusing to write -o ") || strings.Contains(msg, "\n") || !errors.Is(err, errkind.Usage) {
+		t.Errorf("message %q (kind %v)", msg, errkind.Of(err))
 	}
 	for _, p := range parts {
 		if !strings.Contains(msg, p) {

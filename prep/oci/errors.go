@@ -6,30 +6,30 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-
-	"github.com/edgectl/edgectl/internal/cli"
 )
 
 // registryErr turns a registry failure into one line that says what to do,
-// with the exit code pull/push scripts branch on.
+// marked with the errkind (auth, not found, busy, network) whose exit code
+// pull/push scripts branch on.
 func registryErr(verb, ref string, err error) error {
 	var te *transport.Error
 	if errors.As(err, &te) {
 		switch {
 		case te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden || hasCode(te, transport.UnauthorizedErrorCode, transport.DeniedErrorCode):
-			return cli.Exitf(cli.ExitAuth, "%s %s: access denied (%d): log in with `docker login %s` — edgectl reads the docker config and credential helpers, as crane does", verb, ref, te.StatusCode, registryOf(ref))
+			return errkind.Errorf(errkind.Auth, "%s %s: access denied (%d): log in with `docker login %s` — edgectl reads the docker config and credential helpers, as crane does", verb, ref, te.StatusCode, registryOf(ref))
 		case te.StatusCode == http.StatusNotFound || hasCode(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode, transport.BlobUnknownErrorCode):
-			return cli.Exitf(cli.ExitNotFound, "%s %s: not found in the registry: check the repository, tag or digest", verb, ref)
+			return errkind.Errorf(errkind.NotFound, "%s %s: not found in the registry: check the repository, tag or digest", verb, ref)
 		case te.StatusCode == http.StatusTooManyRequests || te.StatusCode >= 500:
-			return cli.Exitf(cli.ExitUnavailable, "%s %s: registry answered %d: try again later", verb, ref, te.StatusCode)
+			return errkind.Errorf(errkind.Busy, "%s %s: registry answered %d: try again later", verb, ref, te.StatusCode)
 		}
-		return cli.Exitf(cli.ExitError, "%s %s: %v", verb, ref, err)
+		return fmt.Errorf("%s %s: %w", verb, ref, err)
 	}
 	var ne net.Error
 	var oe *net.OpError
 	if errors.As(err, &ne) || errors.As(err, &oe) {
-		return cli.Exitf(cli.ExitNetwork, "%s %s: %v: check the registry address and the network (use --insecure for a plain-HTTP registry)", verb, ref, err)
+		return errkind.Errorf(errkind.Network, "%s %s: %w: check the registry address and the network (use --insecure for a plain-HTTP registry)", verb, ref, err)
 	}
 	return fmt.Errorf("%s %s: %w", verb, ref, err)
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/edgectl/edgectl/internal/progress"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 )
@@ -50,10 +51,9 @@ type Options struct {
 	Insecure bool
 	// Jobs is how many layers a pull fetches at once (default 4).
 	Jobs int
-	// OnFile hears about each file as it is sent or received.
-	OnFile func(path string, size int64, cached bool)
-	// Progress, when set, is called with bytes moved so far and the total.
-	Progress func(done, total int64)
+	// OnEvent, when set, hears Progress: bytes moved so far of the total,
+	// step "push" or "pull".
+	OnEvent progress.Func
 	// FreeSpace reports the bytes that may still be written under dir
 	// (ok=false: unknown, not checked). Nil means statfs; tests play a
 	// full disk with it.

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/edgectl/edgectl/artifact"
+	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/testmodel"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -30,7 +31,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/prep"
 )
 
@@ -222,8 +222,8 @@ func TestPullRejectsTamperedLayer(t *testing.T) {
 	dst := filepath.Join(tmp, "pulled")
 	_, err = Pull(context.Background(), strings.Replace(res.Ref, host, proxy, 1), dst, anon)
 	t.Logf("tampered: %v", err)
-	if !errors.Is(err, ErrTampered) || cli.CodeOf(err) != cli.ExitChecksum || !strings.Contains(err.Error(), "model.safetensors") {
-		t.Fatalf("pull of a tampered layer: %v (exit %d)", err, cli.CodeOf(err))
+	if !errors.Is(err, errkind.Checksum) || !strings.Contains(err.Error(), "model.safetensors") {
+		t.Fatalf("pull of a tampered layer: %v (kind %v)", err, errkind.Of(err))
 	}
 	if _, serr := os.Stat(dst); !os.IsNotExist(serr) {
 		t.Error("a rejected pull left the target directory")
@@ -253,7 +253,7 @@ func TestPullRejectsFileNotMatchingAnnotation(t *testing.T) {
 	dst := filepath.Join(tmp, "pulled")
 	_, err = Pull(context.Background(), ref.String(), dst, anon)
 	t.Logf("forged: %v", err)
-	if !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), "tokenizer.json") {
+	if !errors.Is(err, errkind.Checksum) || !strings.Contains(err.Error(), "tokenizer.json") {
 		t.Fatalf("pull of a forged annotation: %v", err)
 	}
 	if _, serr := os.Stat(dst); !os.IsNotExist(serr) {
@@ -308,8 +308,8 @@ func TestRegistryAuthFromDockerConfig(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", cfgDir)
 	os.WriteFile(filepath.Join(cfgDir, "config.json"), []byte(`{"auths":{}}`), 0o600)
 	_, err := Push(context.Background(), out, host+"/m/x:1", Options{})
-	if cli.CodeOf(err) != cli.ExitAuth || !strings.Contains(err.Error(), "docker login") {
-		t.Fatalf("push without credentials: %v (exit %d)", err, cli.CodeOf(err))
+	if errkind.Of(err) != errkind.Auth || !strings.Contains(err.Error(), "docker login") {
+		t.Fatalf("push without credentials: %v (kind %v)", err, errkind.Of(err))
 	}
 
 	auth := base64.StdEncoding.EncodeToString([]byte("ci:s3cret"))
@@ -329,8 +329,8 @@ func TestPullErrors(t *testing.T) {
 	_, host := newRegistry(t)
 	dst := filepath.Join(t.TempDir(), "x")
 	_, err := Pull(context.Background(), host+"/nope/nothing:1", dst, anon)
-	if cli.CodeOf(err) != cli.ExitNotFound {
-		t.Errorf("missing tag: %v (exit %d)", err, cli.CodeOf(err))
+	if errkind.Of(err) != errkind.NotFound {
+		t.Errorf("missing tag: %v (kind %v)", err, errkind.Of(err))
 	}
 	if _, err := Pull(context.Background(), "oci://UPPER CASE", dst, anon); err == nil || !strings.Contains(err.Error(), "not an OCI reference") {
 		t.Errorf("bad ref: %v", err)
@@ -403,7 +403,7 @@ func TestPullRejectsManifestNotMatchingLayers(t *testing.T) {
 	}
 	dst := filepath.Join(tmp, "pulled")
 	_, err = Pull(context.Background(), ref.String(), dst, anon)
-	if !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), "config.json") {
+	if !errors.Is(err, errkind.Checksum) || !strings.Contains(err.Error(), "config.json") {
 		t.Fatalf("pull of a mismatched manifest: %v", err)
 	}
 	if _, serr := os.Stat(dst); !os.IsNotExist(serr) {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,7 +23,9 @@ import (
 
 	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/atomicfile"
-	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/progress"
+	"github.com/edgectl/edgectl/internal/units"
 )
 
 // PullResult says what a pull did.
@@ -38,12 +39,10 @@ type PullResult struct {
 	UpToDate bool   `json:"up_to_date,omitempty"` // dir already held this artifact
 }
 
-// ErrTampered marks content that does not match the digest naming it.
-var ErrTampered = errors.New("content does not match its digest")
-
-// tamperErr is a digest mismatch: exit 13, as for a corrupt Hub download.
+// tamperErr is content that does not match the digest naming it: a
+// checksum error, as for a corrupt Hub download.
 func tamperErr(format string, args ...any) error {
-	return cli.Exit(cli.ExitChecksum, fmt.Errorf("%w: "+format+" (altered in the registry or in transit: nothing was written; re-push from a trusted OUT/)", append([]any{ErrTampered}, args...)...))
+	return errkind.Errorf(errkind.Checksum, "content does not match its digest: "+format+" (altered in the registry or in transit: nothing was written; re-push from a trusted OUT/)", args...)
 }
 
 // Pull fetches the artifact at ref into dir. Every layer is checked against
@@ -109,8 +108,8 @@ func Pull(ctx context.Context, ref, dir string, o Options) (*PullResult, error) 
 	// What killed pulls left here goes first; then the artifact must fit.
 	atomicfile.CleanStale(parent)
 	if free, ok := o.freeSpace(parent); ok && free < total {
-		return nil, cli.Exitf(cli.ExitDiskFull, "no space left for %s: it needs %s (%d bytes) in %s, which has %s free; free space or pull into a larger disk (--local-dir)",
-			r, cli.Bytes(total), total, parent, cli.Bytes(free))
+		return nil, errkind.Errorf(errkind.DiskFull, "no space left for %s: it needs %s (%d bytes) in %s, which has %s free; free space or pull into a larger disk (--local-dir)",
+			r, units.Bytes(total), total, parent, units.Bytes(free))
 	}
 	staging, err := artifact.NewTempDir(parent, filepath.Base(filepath.Clean(dir)))
 	if err != nil {
@@ -167,6 +166,7 @@ func fetchAll(ctx context.Context, cancel context.CancelFunc, img v1.Image, file
 		mu       sync.Mutex
 		firstErr error
 		wg       sync.WaitGroup
+		emit     = progress.Every(progress.Interval, o.OnEvent)
 	)
 	fail := func(err error) {
 		mu.Lock()
@@ -190,24 +190,17 @@ func fetchAll(ctx context.Context, cancel context.CancelFunc, img v1.Image, file
 				err = fetchFile(l, f, dir, func(n int64) {
 					d := done.Add(n - last)
 					last = n
-					if o.Progress != nil {
+					if emit != nil {
 						mu.Lock()
-						o.Progress(d, total)
+						emit(progress.Event{Event: progress.Progress, Step: "pull", Done: d, Total: total, Unit: "bytes"})
 						mu.Unlock()
 					}
 				})
 				if err != nil {
-					var ce *cli.Error
-					if !errors.As(err, &ce) {
+					if errkind.Of(err) == errkind.None {
 						err = registryErr("pull "+f.path+" from", ref, err)
 					}
 					fail(err)
-					continue
-				}
-				if o.OnFile != nil {
-					mu.Lock()
-					o.OnFile(f.path, f.size, false)
-					mu.Unlock()
 				}
 			}
 		}()

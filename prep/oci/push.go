@@ -19,6 +19,7 @@ import (
 
 	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/progress"
 )
 
 // PushResult names what was pushed.
@@ -139,13 +140,13 @@ func Push(ctx context.Context, dir, ref string, o Options) (*PushResult, error) 
 	if o.Transport != nil {
 		opts = append(opts, remote.WithTransport(o.Transport))
 	}
-	if o.Progress != nil {
+	if emit := progress.Every(progress.Interval, o.OnEvent); emit != nil {
 		ch := make(chan v1.Update, 16)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			for u := range ch {
-				o.Progress(u.Complete, u.Total)
+				emit(progress.Event{Event: progress.Progress, Step: "push", Done: u.Complete, Total: u.Total, Unit: "bytes"})
 			}
 		}()
 		defer func() { <-done }()

@@ -1,4 +1,4 @@
-package chat
+package chattemplate
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgectl/edgectl/engine/chat/jinja"
+	"github.com/edgectl/edgectl/format/chattemplate/jinja"
 )
 
 // FuzzParseRender feeds arbitrary templates (seeded in
@@ -15,7 +15,7 @@ import (
 // through Parse and Render: no input may panic (a recovered panic surfaces
 // as jinja.ErrInternal) or run past its deadline.
 //
-//	go test -run=^$ -fuzz=FuzzParseRender -fuzztime=10s ./engine/chat/
+//	go test -run=^$ -fuzz=FuzzParseRender -fuzztime=10s ./format/chattemplate/
 func FuzzParseRender(f *testing.F) {
 	f.Add(`{% for m in messages %}{{ m.role }}: {{ m.content }}{% endfor %}`)
 	msgs, err := jinja.FromJSON([]byte(`[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},

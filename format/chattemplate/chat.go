@@ -1,14 +1,18 @@
-// Package chat renders a model's chat template (Jinja, from
+// Package chattemplate renders a model's chat template (Jinja, from
 // tokenizer_config.json or chat_template.jinja) into the prompt text the
-// model was trained on, the way transformers renders it.
+// model was trained on, the way transformers renders it. A chat template is
+// part of a checkpoint's files, so it lives below both the pipeline (patch
+// finds the end-of-turn token through it) and the engines (engine/cpu
+// renders conversations with it); it needs nothing but its Message type.
 //
 // Templates come from any model on the Hub and are hostile input, so they
-// run in engine/chat/jinja, a small sandboxed interpreter written for chat
-// templates: no loader (include, import, extends fail at parse time), no
-// access to anything but the conversation and the variables given here, a
-// render deadline, a step budget, and limits on nesting, recursion, string
-// and list sizes and output, checked before allocating. See jinja.Limits.
-package chat
+// run in format/chattemplate/jinja, a small sandboxed interpreter written
+// for chat templates: no loader (include, import, extends fail at parse
+// time), no access to anything but the conversation and the variables
+// given here, a render deadline, a step budget, and limits on nesting,
+// recursion, string and list sizes and output, checked before allocating.
+// See jinja.Limits.
+package chattemplate
 
 import (
 	"context"
@@ -17,9 +21,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/engine/chat/jinja"
+	"github.com/edgectl/edgectl/format/chattemplate/jinja"
 )
+
+// Message is one chat turn (engine.Message is this type).
+type Message struct {
+	Role    string `json:"role"` // system, user, assistant, tool
+	Content string `json:"content"`
+}
 
 // Limits bound parsing and rendering; zero fields take DefaultLimits.
 type Limits = jinja.Limits
@@ -71,7 +80,7 @@ const maxRaisedLen = 512
 
 // Render produces the prompt for msgs. It stops at ctx's deadline or, when
 // ctx has none, after Limits.Timeout.
-func (t *Template) Render(ctx context.Context, msgs []engine.Message, v Vars) (string, error) {
+func (t *Template) Render(ctx context.Context, msgs []Message, v Vars) (string, error) {
 	list := make(jinja.List, len(msgs))
 	for i, m := range msgs {
 		d := jinja.NewDict()

@@ -1,4 +1,4 @@
-package chat
+package chattemplate
 
 import (
 	"context"
@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/engine/chat/jinja"
+	"github.com/edgectl/edgectl/format/chattemplate/jinja"
 )
 
 // What one hostile template may cost: it fails on a limit (most within
@@ -134,7 +133,7 @@ func TestHostileTemplates(t *testing.T) {
 	const secret = "edgectl-test-secret-5d1f"
 	t.Setenv("EDGECTL_HOSTILE_SECRET", secret)
 	passwd, _ := os.ReadFile("/etc/passwd")
-	msgs := []engine.Message{{Role: "user", Content: "hello"}}
+	msgs := []Message{{Role: "user", Content: "hello"}}
 	for _, c := range hostileCorpus(t) {
 		var out string
 		var err error

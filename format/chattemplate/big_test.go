@@ -1,4 +1,4 @@
-package chat
+package chattemplate
 
 import (
 	"context"
@@ -6,21 +6,19 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/edgectl/edgectl/engine"
 )
 
 // The limits leave room for real work: a 1000-message, 4 MiB conversation
 // renders with every real template under the default limits, and fast.
 func TestLargeConversationFitsDefaultLimits(t *testing.T) {
-	var msgs []engine.Message
+	var msgs []Message
 	body := strings.Repeat("All work and no play makes Jack a dull boy. ", 95) // ~4 KiB
 	for i := 0; i < 1000; i++ {
 		role := "user"
 		if i%2 == 1 {
 			role = "assistant"
 		}
-		msgs = append(msgs, engine.Message{Role: role, Content: body})
+		msgs = append(msgs, Message{Role: role, Content: body})
 	}
 	for _, path := range []string{"testdata/qwen3.jinja", "testdata/templates/meta-llama-Llama-3.1-8B-Instruct.jinja",
 		"testdata/templates/mistralai-Mistral-Nemo-Instruct-2407.jinja", "testdata/templates/google-gemma-3-4b-it.jinja",

@@ -1,4 +1,4 @@
-package chat
+package chattemplate
 
 import (
 	"context"
@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/engine/chat/jinja"
+	"github.com/edgectl/edgectl/format/chattemplate/jinja"
 )
 
 // fixedNow is render_ref.py's FIXED_NOW.
@@ -152,12 +151,12 @@ func TestRendersLikeJinja2(t *testing.T) {
 	}
 }
 
-// The public Render (engine.Message) gives what the reference gives for
+// The public Render (Message) gives what the reference gives for
 // conversations of plain role/content messages.
 func TestRenderMessagesLikeReference(t *testing.T) {
 	n := 0
 	for _, c := range loadRefCases(t) {
-		var msgs []engine.Message
+		var msgs []Message
 		if json.Unmarshal(c.messages, &msgs) != nil || strings.Contains(string(c.messages), "tool_calls") || c.vars.Extra["tools"] != nil {
 			continue
 		}
@@ -197,11 +196,11 @@ func TestRaiseException(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tm.Render(context.Background(), []engine.Message{{Role: "assistant", Content: "x"}}, Vars{})
+	_, err = tm.Render(context.Background(), []Message{{Role: "assistant", Content: "x"}}, Vars{})
 	if err == nil || err.Error() != "chat template: first message must be from the user" {
 		t.Fatalf("err = %v", err)
 	}
-	if out, err := tm.Render(context.Background(), []engine.Message{{Role: "user", Content: "x"}}, Vars{}); err != nil || out != "ok" {
+	if out, err := tm.Render(context.Background(), []Message{{Role: "user", Content: "x"}}, Vars{}); err != nil || out != "ok" {
 		t.Fatalf("%q %v", out, err)
 	}
 }
@@ -211,7 +210,7 @@ func TestBOSVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := tm.Render(context.Background(), []engine.Message{{Role: "user", Content: "hi"}}, Vars{BOSToken: "<s>", AddGenerationPrompt: true})
+	out, err := tm.Render(context.Background(), []Message{{Role: "user", Content: "hi"}}, Vars{BOSToken: "<s>", AddGenerationPrompt: true})
 	if err != nil || out != "<s>[user]hi[assistant]" {
 		t.Fatalf("%q %v", out, err)
 	}

@@ -1,12 +1,10 @@
-package chat
+package chattemplate
 
 import (
 	"context"
 	"fmt"
 	"os"
 	"testing"
-
-	"github.com/edgectl/edgectl/engine"
 )
 
 // BenchmarkRenderQwen3 renders the Qwen3 template over a 20-message
@@ -22,12 +20,12 @@ func BenchmarkRenderQwen3(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	msgs := []engine.Message{{Role: "system", Content: "You are a helpful assistant."}}
+	msgs := []Message{{Role: "system", Content: "You are a helpful assistant."}}
 	for i := 0; i < 19; i++ {
 		if i%2 == 0 {
-			msgs = append(msgs, engine.Message{Role: "user", Content: fmt.Sprintf("Question %d: what is %d+%d? Please explain the steps in detail.", i, i, i)})
+			msgs = append(msgs, Message{Role: "user", Content: fmt.Sprintf("Question %d: what is %d+%d? Please explain the steps in detail.", i, i, i)})
 		} else {
-			msgs = append(msgs, engine.Message{Role: "assistant", Content: fmt.Sprintf("<think>\nadding %d\n</think>\n\nThe answer is %d.", i, 2*i)})
+			msgs = append(msgs, Message{Role: "assistant", Content: fmt.Sprintf("<think>\nadding %d\n</think>\n\nThe answer is %d.", i, 2*i)})
 		}
 	}
 	b.ReportAllocs()

@@ -1,4 +1,6 @@
-package cli
+// Package units formats sizes and counts for people, the same way in every
+// command and library message.
+package units
 
 import "fmt"
 
