@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	goio "io"
+	"math"
 	"reflect"
 
 	"github.com/edgectl/edgectl/format/gguf"
@@ -27,6 +29,9 @@ func inspectGGUF(path string) (*report, error) {
 	r := &report{Path: path, Format: "gguf", Architecture: arch, DTypes: map[string]int{}, Metadata: map[string]any{}}
 	for _, kv := range g.KVs {
 		r.Metadata[kv.Key] = summarizeValue(kv)
+	}
+	if ft, err := g.Int("general.file_type"); err == nil && ft >= 0 && ft <= math.MaxUint32 {
+		r.Metadata["general.file_type"] = fileType(ft)
 	}
 	geti := func(key string) int {
 		v, _ := g.Int(arch + "." + key)
@@ -53,6 +58,20 @@ func inspectGGUF(path string) (*report, error) {
 	}
 	return r, nil
 }
+
+// fileType is general.file_type: its number in --json, and in text with
+// llama-quantize's name for it ("15 (Q4_K_M)": the mix of block types the
+// dtypes line counts).
+type fileType uint32
+
+func (f fileType) String() string {
+	if n := gguf.FileTypeName(uint32(f)); n != "" {
+		return fmt.Sprintf("%d (%s)", uint32(f), n)
+	}
+	return fmt.Sprint(uint32(f))
+}
+
+func (f fileType) MarshalJSON() ([]byte, error) { return json.Marshal(uint32(f)) }
 
 // summarizeValue keeps scalars and short arrays, and describes long ones
 // (a 128k-token vocabulary is not metadata a person reads).

@@ -87,6 +87,8 @@ func readBandwidth(m *model, threads int) float64 {
 			regions = append(regions, w.raw)
 		case *q8Linear:
 			regions = append(regions, unsafeBytes(w.w))
+		case *quantLinear:
+			regions = append(regions, w.raw)
 		case *scaledLinear:
 			if t, ok := w.linear.(*ternLinear); ok {
 				regions = append(regions, t.data)
@@ -159,7 +161,14 @@ func loadBench(b *testing.B, name string) *model {
 	}
 	// Reset the peak-RSS counter (VmHWM) so each benchmark reports its own.
 	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-	p := benchModel(b, name)
+	p := name // a .gguf file (the llama.cpp fixtures), else a generated model
+	if strings.HasSuffix(name, ".gguf") {
+		if _, err := os.Stat(p); err != nil {
+			b.Skipf("benchmark model absent: %v", err)
+		}
+	} else {
+		p = benchModel(b, name)
+	}
 	em, err := New().Load(context.Background(), p, engine.LoadOptions{Threads: benchThreads, ContextLength: 512, Head: head})
 	if err != nil {
 		b.Fatal(err)

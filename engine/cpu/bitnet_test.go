@@ -59,8 +59,11 @@ func TestBitNetSameTokensInEveryFormat(t *testing.T) {
 		}
 		// The int8 head was built from the tied embedding and its mapped
 		// pages dropped; the lookups below read them back from the file.
-		if _, ok := m.w.head.(*q8Linear); !ok || m.w.embed.release == nil {
-			t.Fatalf("%s: head %T, embedding release hook set: %v", name, m.w.head, m.w.embed.release != nil)
+		if e, isFloat := m.w.embed.(*floatRows); !isFloat || e.release == nil {
+			t.Fatalf("%s: embedding %T without a release hook", name, m.w.embed)
+		}
+		if _, ok := m.w.head.(*q8Linear); !ok {
+			t.Fatalf("%s: head %T", name, m.w.head)
 		}
 		var ids []int
 		s, _ := m.NewSession()

@@ -1,5 +1,6 @@
 // Package cpu is edgectl's pure-Go inference engine: Llama, Qwen2, Qwen3 and
-// BitNet models from safetensors checkpoints, GGUF (F32/F16/TQ1_0/TQ2_0) and
+// BitNet models from safetensors checkpoints, GGUF (F32/F16/BF16, TQ1_0/TQ2_0,
+// and the block types llama-quantize writes: Q8_0, Q4_0, Q4_K_M, …) and
 // .h1b files, with ternary weights multiplied in their packed form on int8
 // activations. It is the default engine of `serve` and `run`.
 package cpu

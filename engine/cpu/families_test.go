@@ -12,9 +12,7 @@ import (
 
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/format/gguf"
-	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
-	"github.com/edgectl/edgectl/quant"
 )
 
 // writeRandomLlama writes a small random checkpoint of a llama-family
@@ -131,77 +129,8 @@ func TestQwen3ChatGenerate(t *testing.T) {
 // permuted as llama.cpp's converter does (quant.PermuteQK) and checks the
 // engine's interleaved RoPE gives the same greedy text as the checkpoint.
 func TestGGUFLlamaInterleavedRoPE(t *testing.T) {
-	cfg, err := hfconfig.Load(tinyStories)
-	must(t, err)
-	ck, err := safetensors.OpenCheckpoint(tinyStories)
-	must(t, err)
-	defer ck.Close()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "ts.gguf")
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		copyFile(t, filepath.Join(tinyStories, f), filepath.Join(dir, f))
-	}
-	get := func(name string) ([]float32, []int64) {
-		f, tn, ok := ck.Lookup(name)
-		if !ok {
-			t.Fatalf("no %s", name)
-		}
-		v, err := f.Float32(tn)
-		must(t, err)
-		return v, tn.Shape
-	}
-	must(t, writeFile(path, func(out io.Writer) error {
-		w := gguf.NewWriter(out)
-		for k, v := range map[string]any{"general.architecture": "llama", "llama.embedding_length": uint32(cfg.HiddenSize),
-			"llama.block_count": uint32(cfg.NumHiddenLayers), "llama.feed_forward_length": uint32(cfg.IntermediateSize),
-			"llama.attention.head_count": uint32(cfg.NumAttentionHeads), "llama.attention.head_count_kv": uint32(cfg.KVHeads()),
-			"llama.context_length": uint32(512), "llama.attention.layer_norm_rms_epsilon": float32(cfg.RMSNormEps),
-			"llama.rope.freq_base": float32(cfg.RopeTheta), "tokenizer.ggml.bos_token_id": uint32(1), "tokenizer.ggml.eos_token_id": uint32(2)} {
-			must(t, w.Set(k, v))
-		}
-		type ten struct {
-			name string
-			v    []float32
-		}
-		var ts []ten
-		addT := func(gname, hf string, permHeads int) {
-			v, shape := get(hf)
-			if permHeads > 0 {
-				k := int(shape[1])
-				order := quant.PermuteQK(int(shape[0]), permHeads)
-				p := make([]float32, len(v))
-				for j, src := range order {
-					copy(p[j*k:(j+1)*k], v[src*k:(src+1)*k])
-				}
-				v = p
-			}
-			ne := []int64{shape[len(shape)-1]}
-			if len(shape) == 2 {
-				ne = append(ne, shape[0])
-			}
-			must(t, w.AddTensor(gname, gguf.TypeF32, ne...))
-			ts = append(ts, ten{gname, v})
-		}
-		addT("token_embd.weight", "lm_head.weight", 0)
-		addT("output_norm.weight", "model.norm.weight", 0)
-		for l := range cfg.NumHiddenLayers {
-			p, h := fmt.Sprintf("blk.%d.", l), fmt.Sprintf("model.layers.%d.", l)
-			addT(p+"attn_norm.weight", h+"input_layernorm.weight", 0)
-			addT(p+"ffn_norm.weight", h+"post_attention_layernorm.weight", 0)
-			addT(p+"attn_q.weight", h+"self_attn.q_proj.weight", cfg.NumAttentionHeads)
-			addT(p+"attn_k.weight", h+"self_attn.k_proj.weight", cfg.KVHeads())
-			addT(p+"attn_v.weight", h+"self_attn.v_proj.weight", 0)
-			addT(p+"attn_output.weight", h+"self_attn.o_proj.weight", 0)
-			addT(p+"ffn_gate.weight", h+"mlp.gate_proj.weight", 0)
-			addT(p+"ffn_up.weight", h+"mlp.up_proj.weight", 0)
-			addT(p+"ffn_down.weight", h+"mlp.down_proj.weight", 0)
-		}
-		must(t, w.WriteHeader())
-		for _, x := range ts {
-			must(t, writeF32(w, x.v))
-		}
-		return w.Finish()
-	}))
+	path := filepath.Join(t.TempDir(), "ts.gguf")
+	writeTinyStoriesGGUF(t, path, func(string) gguf.Type { return gguf.TypeF32 })
 	a, _ := generate(t, loadModel(t, tinyStories), engine.Request{Prompt: "Once upon a time", MaxTokens: 30, Sampling: greedy()})
 	gm := loadModel(t, path)
 	if !gm.arch.ropeInterleaved || gm.info.Format != "gguf" {

@@ -31,10 +31,13 @@ type kernels struct {
 	name string
 
 	// Weight types: the ternary packings (indexed by ternType, which a
-	// ternLinear holds: one array index per product), the int8 head, and
+	// ternLinear holds: one array index per product), the GGUF block
+	// types (indexed by quantType: Q8_0, Q4_K, …; quant_kernels.go; SIMD
+	// ones agree with the portable ones to rounding), the int8 head, and
 	// the float dtypes' dot products (SIMD F32/F16 agree with the portable
 	// ones to rounding: FMA and another summation order).
 	tern            [numTernTypes]ternKernels
+	quant           [numQuantTypes]quantKernels
 	q8              q8Kernels
 	dotF32          func(a, b []float32) float32
 	dotF16, dotBF16 func(w []byte, x []float32) float32
@@ -147,6 +150,9 @@ func newKernels(f cpuFeatures) *kernels {
 		expSubSum:   expSubSumGo,
 		axpyF32:     axpyF32Go,
 		readSum:     readSumGo,
+	}
+	for i, q := range quantTypes {
+		k.quant[i].rows = rowsOf(q.dot)
 	}
 	addSIMD(k, f)
 	return k

@@ -137,6 +137,7 @@ func addSIMD(k *kernels, f cpuFeatures) {
 func useAVX2(k *kernels) {
 	i2 := &k.tern[typeI2]
 	k.name = "avx2"
+	useQuantAVX2(k)
 	k.tern[typeTQ2].blockDot = tq2DotFromBlockSums(tq2BlockSumsAVX2)
 	i2.dot = i2DotKernel(func(r *byte, q *int8, nb, _ int) int32 { return i2DotAVX2(r, q, nb) }, i2Block)
 	i2.dot4 = i2Dot4Kernel(func(r *byte, q *int8, kk, nb, _ int, out *int32) { i2Dot4AVX2(r, q, kk, nb, out) }, i2Block)

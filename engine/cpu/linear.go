@@ -39,10 +39,16 @@ type acts struct {
 	total []int32
 	quant bool
 	quOK  bool // qu is filled (only the int8 head reads it)
+	// blocks are the block-int8 forms the GGUF block types read
+	// (quant_acts.go), each computed on demand.
+	blocks [numBlockForms]blockActs
 }
 
 func (a *acts) reset(n, k int) {
 	a.n, a.k, a.quant, a.quOK = n, k, false, false
+	for f := range a.blocks {
+		a.blocks[f].ok = false
+	}
 	a.f = grow(a.f, n*k)
 }
 
@@ -127,6 +133,12 @@ func quantBlocksGo(x []float32, inv float32, q, qp []int8, bsum []int32) {
 func (a *acts) prepare(w linear) {
 	if w.int8() {
 		a.quantize()
+	}
+	if s, ok := w.(*scaledLinear); ok {
+		w = s.linear
+	}
+	if q, ok := w.(*quantLinear); ok {
+		a.quantizeBlocks(q.form)
 	}
 	if _, ok := w.(*q8Linear); ok && a.kern.q8.unsigned {
 		a.unsigned() // q+128, read by the VNNI head kernel

@@ -14,8 +14,11 @@ import (
 	"github.com/edgectl/edgectl/format/h1b"
 )
 
-// loadGGUF opens a GGUF model as `quant pack` (or llama.cpp's converter)
-// writes it. Ternary tensors stay packed, mmapped.
+// loadGGUF opens a GGUF model as `quant pack`, llama.cpp's converter or
+// llama-quantize write it. Ternary and block-quantized tensors stay in
+// their file layout, mmapped; a file may mix types (Q4_K_M keeps some
+// tensors in Q6_K, and falls back to other types where a row does not fill
+// a 256-element super-block).
 func loadGGUF(path string) (*model, error) {
 	g, err := gguf.Open(path)
 	if err != nil {
@@ -39,6 +42,15 @@ func loadGGUF(path string) (*model, error) {
 		}
 	}
 	m.info.Quantization = m.quantization()
+	if len(m.w.layers) > 0 {
+		// A block-quantized file is known by its llama-quantize mix
+		// ("Q4_K_M"), not by the type of its first layer's gate.
+		if _, ok := m.w.layers[0].gate.(*quantLinear); ok {
+			if ft, err := g.Int("general.file_type"); err == nil && gguf.FileTypeName(uint32(ft)) != "" {
+				m.info.Quantization = gguf.FileTypeName(uint32(ft))
+			}
+		}
+	}
 	m.info.Parameters = m.params()
 	return m, nil
 }
@@ -121,7 +133,7 @@ func ggufModel(g *gguf.File) (*model, error) {
 	}
 	m := &model{arch: a}
 	l := ggufLoader{g}
-	if m.w.embed, err = l.float("token_embd.weight", a.vocab, a.hidden); err != nil {
+	if m.w.embed, err = l.embedding("token_embd.weight", a.vocab, a.hidden); err != nil {
 		return nil, err
 	}
 	if m.w.norm, err = l.vec("output_norm.weight", a.hidden); err != nil {
@@ -231,20 +243,40 @@ func (l ggufLoader) vec(name string, n int) ([]float32, error) {
 	return out, nil
 }
 
-func (l ggufLoader) float(name string, rows, cols int) (*floatRows, error) {
+// embedding is the token embedding table: a float view, or a block type
+// whose rows are dequantized on lookup.
+func (l ggufLoader) embedding(name string, rows, cols int) (embedding, error) {
 	t, b, err := l.tensor(name, cols, rows)
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := quantTypeOf(t.Type); ok {
+		return l.quant(t, b, rows, cols)
+	}
+	return l.floatRows(t, b, rows, cols)
+}
+
+func (l ggufLoader) floatRows(t gguf.TensorInfo, b []byte, rows, cols int) (*floatRows, error) {
 	fr, err := newFloatRows(b, t.Type.String(), rows, cols)
 	if err != nil {
-		return nil, fmt.Errorf("%s: tensor %q: %w", l.g.Path, name, err)
+		return nil, fmt.Errorf("%s: tensor %q (%s) at byte %d: %w; %s", l.g.Path, t.Name, t.Type, t.Offset, err, ggufTypesRead)
 	}
 	fr.release = func(off, n int64) { l.g.ReleaseRange(t, off, n) }
 	return fr, nil
 }
 
-// matrix is a float or ternary weight {K = cols, rows}.
+func (l ggufLoader) quant(t gguf.TensorInfo, b []byte, rows, cols int) (*quantLinear, error) {
+	q, err := newQuantLinear(b, t.Type, rows, cols)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tensor %q at byte %d: %w", l.g.Path, t.Name, t.Offset, err)
+	}
+	return q, nil
+}
+
+// ggufTypesRead is what the CPU engine multiplies, for error messages.
+const ggufTypesRead = "the CPU engine reads F32, F16, BF16, TQ1_0, TQ2_0, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K…Q6_K (requantize the file with llama-quantize to one of them)"
+
+// matrix is a float, ternary or block-quantized weight {K = cols, rows}.
 func (l ggufLoader) matrix(name string, rows, cols int) (linear, error) {
 	t, b, err := l.tensor(name, cols, rows)
 	if err != nil {
@@ -257,12 +289,10 @@ func (l ggufLoader) matrix(name string, rows, cols int) (linear, error) {
 		}
 		return newTernary(t.Type.String(), b, rows, cols, nil), nil
 	}
-	fr, err := newFloatRows(b, t.Type.String(), rows, cols)
-	if err != nil {
-		return nil, fmt.Errorf("%s: tensor %q (%s): %w; the CPU engine reads F32, F16, BF16, TQ1_0 and TQ2_0", l.g.Path, name, t.Type, err)
+	if _, ok := quantTypeOf(t.Type); ok {
+		return l.quant(t, b, rows, cols)
 	}
-	fr.release = func(off, n int64) { l.g.ReleaseRange(t, off, n) }
-	return fr, nil
+	return l.floatRows(t, b, rows, cols)
 }
 
 // scaledLinear multiplies a matrix's output by a scalar (GGUF `.scale`).
@@ -335,11 +365,12 @@ func h1bModel(f *h1b.File) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.w.embed, err = newFloatRows(eb, "F32", a.vocab, a.hidden); err != nil {
+	embed, err := newFloatRows(eb, "F32", a.vocab, a.hidden)
+	if err != nil {
 		return nil, fmt.Errorf("%s: embedding: %w", f.Path, err)
 	}
-	m.w.embed.release = func(off, n int64) { f.ReleaseRange(et, off, n) }
-	m.w.head = m.w.embed
+	embed.release = func(off, n int64) { f.ReleaseRange(et, off, n) }
+	m.w.embed, m.w.head = embed, embed
 	if h.TieEmbeddings == 0 {
 		return nil, fmt.Errorf("%s: untied LM head (tie_embeddings = 0): the .h1b layout has no place for it; export this model as GGUF instead", f.Path)
 	}
@@ -406,22 +437,9 @@ func (m *model) sidecarTokenizer(path string, htok *string) error {
 // ggufTokenizer builds the tokenizer from tokenizer.ggml.* when no
 // tokenizer.json sits beside the file.
 func (m *model) ggufTokenizer(g *gguf.File) error {
-	toks, err := g.Strings("tokenizer.ggml.tokens")
-	if err != nil {
-		return nil // no tokenizer: the model can still be inspected
-	}
-	v := tokenizer.GGUFVocab{Tokens: toks, BOS: -1, EOS: -1, Unk: -1}
-	v.Model, _ = g.String("tokenizer.ggml.model")
-	v.Pre, _ = g.String("tokenizer.ggml.pre")
-	v.Types, _ = g.Int32s("tokenizer.ggml.token_type")
-	v.Merges, _ = g.Strings("tokenizer.ggml.merges")
-	for key, dst := range map[string]*int{"tokenizer.ggml.bos_token_id": &v.BOS, "tokenizer.ggml.eos_token_id": &v.EOS, "tokenizer.ggml.unknown_token_id": &v.Unk} {
-		if id, err := g.Int(key); err == nil {
-			*dst = int(id)
-		}
-	}
-	if b, err := g.Bool("tokenizer.ggml.add_bos_token"); err == nil {
-		v.AddBOS = &b
+	v, ok, err := tokenizer.ReadGGUFVocab(g)
+	if err != nil || !ok {
+		return err // no tokenizer: the model can still be inspected
 	}
 	tok, err := tokenizer.FromGGUF(v)
 	if err != nil {

@@ -107,6 +107,8 @@ func (m *model) place(set settings) {
 			} else if !w.owned {
 				w.data = m.mem.own(w.data)
 			}
+		case *quantLinear:
+			w.raw = m.mem.own(w.raw)
 		case *scaledLinear:
 			w.linear = put(w.linear)
 		}
@@ -121,7 +123,7 @@ func (m *model) place(set settings) {
 			done[f] = f
 		}
 	}
-	m.w.embed = put(m.w.embed).(*floatRows)
+	m.w.embed = put(m.w.embed).(embedding)
 	m.w.head = put(m.w.head)
 	for i := range m.w.layers {
 		L := &m.w.layers[i]

@@ -30,8 +30,16 @@ type layer struct {
 	attnSubNorm, ffnSubNorm []float32 // bitnet
 }
 
+// embedding is the token embedding table: one row read per token (a
+// float view, or a GGUF block type dequantized on lookup), and a linear,
+// because a tied head multiplies it.
+type embedding interface {
+	linear
+	row(i int, dst []float32)
+}
+
 type weights struct {
-	embed  *floatRows
+	embed  embedding
 	norm   []float32
 	head   linear
 	layers []layer

@@ -42,7 +42,13 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
 // ctx.Err()) and when a pre-tokenizer regex runs past its match timeout
 // (an error matching ErrRegexTimeout). Its work grows linearly with the
 // text, times the number of added tokens and of merges a word goes through.
+// A score-form SentencePiece vocabulary follows llama.cpp's rules instead
+// (encodeSPM, which also adds EOS where the vocabulary asks): n·(log n +
+// longest piece) for n characters, plus the added-token search.
 func (t *Tokenizer) EncodeContext(ctx context.Context, text string, addSpecial bool) ([]int, error) {
+	if t.spm != nil {
+		return t.encodeSPM(ctx, text, addSpecial)
+	}
 	var ids []int
 	if addSpecial && t.addBOS {
 		ids = append(ids, t.bos)

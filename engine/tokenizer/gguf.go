@@ -5,19 +5,26 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/edgectl/edgectl/format/gguf"
 )
 
 // GGUFVocab is the tokenizer.ggml.* metadata of a GGUF file.
 type GGUFVocab struct {
-	Model  string   // tokenizer.ggml.model: gpt2 (byte-level BPE) or llama (SentencePiece-style BPE)
-	Pre    string   // tokenizer.ggml.pre
-	Tokens []string // id = position
-	Types  []int32  // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
-	Merges []string // "a b", rank = position
-	BOS    int      // -1: none
+	Model  string    // tokenizer.ggml.model: gpt2 (byte-level BPE) or llama (SentencePiece)
+	Pre    string    // tokenizer.ggml.pre
+	Tokens []string  // id = position
+	Types  []int32   // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
+	Merges []string  // "a b", rank = position
+	Scores []float32 // id → score (SentencePiece without merges)
+	BOS    int       // -1: none
 	EOS    int
 	Unk    int
 	AddBOS *bool
+	AddEOS *bool
+	// AddSpacePrefix is tokenizer.ggml.add_space_prefix (nil: absent,
+	// which llama.cpp reads as true for llama vocabularies).
+	AddSpacePrefix *bool
 }
 
 // Pre-tokenizer patterns by tokenizer.ggml.pre (llama.cpp's names).
@@ -28,17 +35,21 @@ var prePatterns = map[string]string{
 }
 
 // FromGGUF builds a tokenizer from GGUF metadata, for a .gguf that has no
-// tokenizer.json beside it. It supports the BPE models `quant pack` and
-// llama.cpp's converter write with merges: gpt2 and llama.
+// tokenizer.json beside it: BPE with merges (gpt2, and llama as `quant
+// pack` writes it) and SentencePiece in llama.cpp's score form (llama
+// without merges, as llama.cpp's converter writes Llama 2).
 func FromGGUF(v GGUFVocab) (*Tokenizer, error) {
 	if v.Model != "gpt2" && v.Model != "llama" {
-		return nil, fmt.Errorf("tokenizer.ggml.model %q is not supported (gpt2 or llama with merges)", v.Model)
-	}
-	if len(v.Merges) == 0 {
-		return nil, fmt.Errorf("tokenizer.ggml.merges is empty: a %s vocabulary without merges (score-based SentencePiece) is not supported; put tokenizer.json beside the model", v.Model)
+		return nil, fmt.Errorf("tokenizer.ggml.model %q is not supported (the engine reads gpt2 and llama); put the model's tokenizer.json beside it", v.Model)
 	}
 	if len(v.Tokens) == 0 || len(v.Tokens) > maxVocab {
 		return nil, fmt.Errorf("tokenizer.ggml.tokens holds %d tokens, outside 1..%d; the file is corrupt or hostile (put the model's tokenizer.json beside it)", len(v.Tokens), maxVocab)
+	}
+	if len(v.Merges) == 0 {
+		if v.Model == "llama" {
+			return fromSPM(v)
+		}
+		return nil, fmt.Errorf("tokenizer.ggml.merges is empty: a gpt2 vocabulary needs its merges; the file is incomplete (put the model's tokenizer.json beside it)")
 	}
 	t := &Tokenizer{vocab: make(map[string]int, len(v.Tokens)), ranks: make(map[[2]string]int, len(v.Merges)),
 		unk: -1, bos: v.BOS, cache: map[string][]int{}, source: "GGUF tokenizer.ggml.*"}
@@ -106,4 +117,44 @@ func FromGGUF(v GGUFVocab) (*Tokenizer, error) {
 		t.eos, t.eosToken = []int{v.EOS}, v.Tokens[v.EOS]
 	}
 	return t, nil
+}
+
+// ReadGGUFVocab reads the tokenizer.ggml.* metadata of g; ok is false when
+// the file has no token list (a model can still be inspected without
+// one). Absent optional keys stay at their zero value, and absent ids at
+// -1.
+func ReadGGUFVocab(g *gguf.File) (v GGUFVocab, ok bool, err error) {
+	toks, err := g.Strings("tokenizer.ggml.tokens")
+	if err != nil {
+		return v, false, nil
+	}
+	v = GGUFVocab{Tokens: toks, BOS: -1, EOS: -1, Unk: -1}
+	v.Model, _ = g.String("tokenizer.ggml.model")
+	v.Pre, _ = g.String("tokenizer.ggml.pre")
+	v.Types, _ = g.Int32s("tokenizer.ggml.token_type")
+	v.Merges, _ = g.Strings("tokenizer.ggml.merges")
+	if _, has := g.KV("tokenizer.ggml.scores"); has {
+		if v.Scores, err = g.Float32s("tokenizer.ggml.scores"); err != nil {
+			// llama.cpp also takes integer scores.
+			is, ierr := g.Int32s("tokenizer.ggml.scores")
+			if ierr != nil {
+				return v, false, fmt.Errorf("%w (tokenizer.ggml.scores must be f32 or i32; convert the model again)", err)
+			}
+			v.Scores = make([]float32, len(is))
+			for i, s := range is {
+				v.Scores[i] = float32(s)
+			}
+		}
+	}
+	for key, dst := range map[string]*int{"tokenizer.ggml.bos_token_id": &v.BOS, "tokenizer.ggml.eos_token_id": &v.EOS, "tokenizer.ggml.unknown_token_id": &v.Unk} {
+		if id, err := g.Int(key); err == nil {
+			*dst = int(id)
+		}
+	}
+	for key, dst := range map[string]**bool{"tokenizer.ggml.add_bos_token": &v.AddBOS, "tokenizer.ggml.add_eos_token": &v.AddEOS, "tokenizer.ggml.add_space_prefix": &v.AddSpacePrefix} {
+		if b, err := g.Bool(key); err == nil {
+			*dst = &b
+		}
+	}
+	return v, true, nil
 }

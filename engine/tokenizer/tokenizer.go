@@ -2,7 +2,8 @@
 // over a Hugging Face tokenizer.json (read by format/tokjson) in its two
 // common flavours — GPT-2 style byte-level BPE with regex pre-tokenization
 // (GPT-2, Llama 3, Qwen) and SentencePiece-style BPE with "▁" for spaces and
-// <0xXX> byte fallback (Llama 2, TinyStories) — plus added/special tokens.
+// <0xXX> byte fallback (Llama 2, TinyStories) — plus added/special tokens;
+// and SentencePiece in llama.cpp's score form from GGUF metadata (spm.go).
 package tokenizer
 
 import (
@@ -37,6 +38,7 @@ type Tokenizer struct {
 	unk                   int
 	fuseUnk               bool
 	stripLeading          bool // decoder Strip(start 1) of a leading space
+	spm                   *spm // set: SentencePiece in llama.cpp's score form (spm.go) encodes and decodes
 
 	bos       int
 	addBOS    bool
@@ -329,6 +331,9 @@ func (t *Tokenizer) Piece(id int) []byte {
 // Decode turns ids into text, skipping special tokens, as HF's
 // decode(skip_special_tokens=True) does.
 func (t *Tokenizer) Decode(ids []int) string {
+	if t.spm != nil {
+		return t.decodeSPM(ids)
+	}
 	var b []byte
 	for _, id := range ids {
 		if t.IsSpecial(id) {

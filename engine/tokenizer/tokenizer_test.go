@@ -17,7 +17,7 @@ const (
 	qwen3       = "../../testdata/models/qwen3-tokenizer"
 )
 
-func load(t *testing.T, dir string) *Tokenizer {
+func load(t testing.TB, dir string) *Tokenizer {
 	t.Helper()
 	tk, err := Load(dir)
 	if err != nil {

@@ -192,7 +192,13 @@ func TestTypeSizes(t *testing.T) {
 		name       string
 		block, row int64
 	}{{TypeF32, "F32", 1, 4 * 2560}, {TypeF16, "F16", 1, 2 * 2560}, {TypeBF16, "BF16", 1, 2 * 2560},
-		{TypeTQ1_0, "TQ1_0", 256, 10 * 54}, {TypeTQ2_0, "TQ2_0", 256, 10 * 66}} {
+		{TypeTQ1_0, "TQ1_0", 256, 10 * 54}, {TypeTQ2_0, "TQ2_0", 256, 10 * 66},
+		// ggml-common.h's block structs: the scales, then the codes.
+		{TypeQ8_0, "Q8_0", 32, 80 * (2 + 32)}, {TypeQ4_0, "Q4_0", 32, 80 * (2 + 16)}, {TypeQ4_1, "Q4_1", 32, 80 * (4 + 16)},
+		{TypeQ5_0, "Q5_0", 32, 80 * (2 + 4 + 16)}, {TypeQ5_1, "Q5_1", 32, 80 * (4 + 4 + 16)}, {TypeIQ4_NL, "IQ4_NL", 32, 80 * (2 + 16)},
+		{TypeQ2_K, "Q2_K", 256, 10 * (16 + 64 + 4)}, {TypeQ3_K, "Q3_K", 256, 10 * (32 + 64 + 12 + 2)},
+		{TypeQ4_K, "Q4_K", 256, 10 * (4 + 12 + 128)}, {TypeQ5_K, "Q5_K", 256, 10 * (4 + 12 + 32 + 128)},
+		{TypeQ6_K, "Q6_K", 256, 10 * (128 + 64 + 16 + 2)}} {
 		if c.t.String() != c.name || c.t.BlockSize() != c.block || c.t.RowSize(2560) != c.row {
 			t.Errorf("%v: name %s block %d row %d", c.name, c.t, c.t.BlockSize(), c.t.RowSize(2560))
 		}
