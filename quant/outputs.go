@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,4 +77,18 @@ func guardOutputs(opts Options) (removed []string, err error) {
 		}
 	}
 	return removed, nil
+}
+
+// makeOutputParents creates the missing directories above each output, as
+// mkdir -p does, so -o may name a file in a directory that does not exist
+// yet (atomicfile writes its temporary beside the output). It runs after
+// guardOutputs, so the aliasing rules hold for the resolved paths.
+func makeOutputParents(opts Options) error {
+	for _, out := range outputPaths(opts) {
+		d := filepath.Dir(filepath.Clean(out))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("-o %s: cannot create its directory %s: %w", out, d, err)
+		}
+	}
+	return nil
 }

@@ -99,6 +99,12 @@ func Pack(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer src.close()
+	if err := needsConfig(opts, src); err != nil {
+		return nil, err
+	}
+	if err := makeOutputParents(opts); err != nil {
+		return nil, err
+	}
 	p := &packer{opts: opts, src: src, res: &Result{Output: opts.Output, Format: opts.Format, InputBytes: src.bytes, StaleRemoved: stale},
 		emit: progress.Every(progress.Interval, opts.OnEvent)}
 	start := time.Now()

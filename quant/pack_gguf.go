@@ -21,8 +21,96 @@ type ggufTensor struct {
 	method   string
 }
 
-// packGGUF writes a llama/bitnet GGUF with TQ1_0/TQ2_0 projections.
+// ggufTypes is what one GGUF --format stores: projections as proj (via
+// quantize when ternary), other matrices as mat, vectors as F32.
+type ggufTypes struct {
+	proj, mat gguf.Type
+	ftype     uint32
+	quantize  func([]byte, []float32) error
+}
+
+func (g ggufTypes) ternary() bool { return g.proj == gguf.TypeTQ1_0 || g.proj == gguf.TypeTQ2_0 }
+
+func ggufTypesOf(format string) ggufTypes {
+	switch format {
+	case FormatTQ1_0:
+		return ggufTypes{gguf.TypeTQ1_0, gguf.TypeF16, gguf.FileTypeTQ1_0, QuantizeRowTQ1_0}
+	case FormatF16:
+		return ggufTypes{gguf.TypeF16, gguf.TypeF16, gguf.FileTypeMostlyF16, nil}
+	case FormatF32:
+		return ggufTypes{gguf.TypeF32, gguf.TypeF32, gguf.FileTypeAllF32, nil}
+	}
+	return ggufTypes{gguf.TypeTQ2_0, gguf.TypeF16, gguf.FileTypeTQ2_0, QuantizeRowTQ2_0}
+}
+
+// vecTensor plans a float tensor read whole and stored F32 (norms,
+// biases; in a tensors-only file every tensor that is not a matrix).
+func (p *packer) vecTensor(gname, hf string, ne []int64) *ggufTensor {
+	return &ggufTensor{name: gname, hf: hf, typ: gguf.TypeF32, ne: ne, write: func(ctx context.Context, w *gguf.Writer) error {
+		v, err := p.src.vector(hf)
+		if err != nil {
+			return err
+		}
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			putF32(b[4*i:], x)
+		}
+		_, err = w.Write(b)
+		p.progress(int64(len(v)) * 2)
+		return err
+	}}
+}
+
+// matTensor plans an unquantized matrix (embedding, untied output, other
+// matrices of a tensors-only file) stored as typ (F16 or F32).
+func (p *packer) matTensor(gname, hf string, typ gguf.Type) (*ggufTensor, error) {
+	l, err := p.src.linear(hf)
+	if err != nil {
+		return nil, err
+	}
+	if l.packed {
+		return nil, errkind.Errorf(errkind.Input, "tensor %q is packed ternary; only projection weights may be", hf)
+	}
+	return &ggufTensor{name: gname, hf: hf, typ: typ, ne: []int64{int64(l.k), int64(l.rows)},
+		write: func(ctx context.Context, w *gguf.Writer) error { return p.writeFloat(ctx, l, nil, typ, w) }}, nil
+}
+
+// projTensor plans a projection weight stored as gt.proj; order permutes
+// its rows (nil: as stored).
+func (p *packer) projTensor(gname string, l *linear, gt ggufTypes, order []int) (*ggufTensor, error) {
+	if gt.ternary() && l.k%QK != 0 {
+		return nil, errkind.Errorf(errkind.Input, "tensor %q %v: rows of %d weights cannot be %s, which packs blocks of %d along the input dimension (element %d starts a partial block); use --format sherry/halo2/tq1h or gptq-int4",
+			l.name, l.fromShape, l.k, gt.proj, QK, l.k-l.k%QK)
+	}
+	t := &ggufTensor{name: gname, hf: l.name, typ: gt.proj, ne: []int64{int64(l.k), int64(l.rows)}}
+	t.write = func(ctx context.Context, w *gguf.Writer) error {
+		if !gt.ternary() {
+			return p.writeFloat(ctx, l, order, gt.proj, w)
+		}
+		return p.writeTQ(ctx, l, order, gt.quantize, gt.proj, w, t)
+	}
+	return t, nil
+}
+
+// packGGUF writes a llama/bitnet GGUF with TQ1_0/TQ2_0 projections, or,
+// from a safetensors file without config.json, a tensors-only GGUF.
 func (p *packer) packGGUF(ctx context.Context) error {
+	gt := ggufTypesOf(p.opts.Format)
+	if gt.ternary() {
+		p.res.Ternarize = p.opts.Ternarize
+	}
+	if p.src.cfg == nil {
+		plan, err := p.planBareGGUF(gt)
+		if err != nil {
+			return err
+		}
+		return p.writeGGUF(ctx, plan, func(set func(string, any)) {
+			set("general.name", modelName(p.opts.Input))
+			set("general.file_type", gt.ftype)
+			set("general.quantization_version", uint32(2))
+			set("general.alignment", uint32(gguf.DefaultAlignment))
+		})
+	}
 	lay, err := p.loadModel()
 	if err != nil {
 		return err
@@ -32,64 +120,28 @@ func (p *packer) packGGUF(ctx context.Context) error {
 		return errkind.Errorf(errkind.Input, "%s: config.json architecture %q is not supported for GGUF output (llama, bitnet)", p.src.dir, p.src.cfg.Arch())
 	}
 	d := p.dims
-	qt, ftype := gguf.TypeTQ2_0, gguf.FileTypeTQ2_0
-	quantize := QuantizeRowTQ2_0
-	// embType holds embeddings and the untied output: F16, or F32 for f32.
-	embType := gguf.TypeF16
-	switch p.opts.Format {
-	case FormatTQ1_0:
-		qt, ftype, quantize = gguf.TypeTQ1_0, gguf.FileTypeTQ1_0, QuantizeRowTQ1_0
-	case FormatF16:
-		qt, ftype = gguf.TypeF16, gguf.FileTypeMostlyF16
-	case FormatF32:
-		qt, ftype, embType = gguf.TypeF32, gguf.FileTypeAllF32, gguf.TypeF32
-	}
-	ternary := qt == gguf.TypeTQ1_0 || qt == gguf.TypeTQ2_0
-	if ternary {
-		p.res.Ternarize = p.opts.Ternarize
-	}
 
 	// Plan every tensor first, so format errors (row lengths) surface
 	// before a byte is written.
 	var plan []*ggufTensor
-	addVec := func(gname, hf string) {
-		plan = append(plan, &ggufTensor{name: gname, hf: hf, typ: gguf.TypeF32, write: func(ctx context.Context, w *gguf.Writer) error {
-			v, err := p.src.vector(hf)
-			if err != nil {
-				return err
-			}
-			b := make([]byte, 4*len(v))
-			for i, x := range v {
-				putF32(b[4*i:], x)
-			}
-			_, err = w.Write(b)
-			p.progress(int64(len(v)) * 2)
-			return err
-		}})
-	}
-	addF16 := func(gname, hf string) error {
-		l, err := p.src.linear(hf)
-		if err != nil {
-			return err
+	addMat := func(gname, hf string) error {
+		t, err := p.matTensor(gname, hf, gt.mat)
+		if err == nil {
+			plan = append(plan, t)
 		}
-		if l.packed {
-			return errkind.Errorf(errkind.Input, "tensor %q is packed ternary; only projection weights may be", hf)
-		}
-		plan = append(plan, &ggufTensor{name: gname, hf: hf, typ: embType, ne: []int64{int64(l.k), int64(l.rows)},
-			write: func(ctx context.Context, w *gguf.Writer) error { return p.writeFloat(ctx, l, nil, embType, w) }})
-		return nil
-	}
-	if err := addF16("token_embd.weight", lay.model["embedding"]); err != nil {
 		return err
 	}
-	addVec("output_norm.weight", lay.model["final_norm"])
+	if err := addMat("token_embd.weight", lay.model["embedding"]); err != nil {
+		return err
+	}
+	plan = append(plan, p.vecTensor("output_norm.weight", lay.model["final_norm"], nil))
 	switch {
 	case !d.tied && arch == "bitnet":
 		// llama.cpp's bitnet graph has no output tensor (the head is
 		// token_embd) and refuses files with unexpected tensors. Warned
 		// below, once the plan holds.
 	case !d.tied:
-		if err := addF16("output.weight", lay.model["lm_head"]); err != nil {
+		if err := addMat("output.weight", lay.model["lm_head"]); err != nil {
 			return err
 		}
 	}
@@ -97,7 +149,7 @@ func (p *packer) packGGUF(ctx context.Context) error {
 		for _, kind := range []string{"input_norm", "post_attn_norm", "attn_sub_norm", "ffn_sub_norm", "q_bias", "k_bias", "v_bias", "o_bias"} {
 			if hf, ok := m[kind]; ok {
 				gname, _ := GGUFName(hf)
-				addVec(gname, hf)
+				plan = append(plan, p.vecTensor(gname, hf, nil))
 			}
 		}
 		for _, kind := range LinearKinds {
@@ -109,10 +161,6 @@ func (p *packer) packGGUF(ctx context.Context) error {
 			if err := p.checkShape(l, kind); err != nil {
 				return err
 			}
-			if ternary && l.k%QK != 0 {
-				return errkind.Errorf(errkind.Input, "tensor %q %v: rows of %d weights cannot be %s, which packs blocks of %d along the input dimension (element %d starts a partial block); use --format sherry/halo2/tq1h or gptq-int4",
-					hf, l.fromShape, l.k, qt, QK, l.k-l.k%QK)
-			}
 			var order []int
 			if arch == "llama" && (kind == "q" || kind == "k") {
 				heads := d.heads
@@ -122,12 +170,9 @@ func (p *packer) packGGUF(ctx context.Context) error {
 				order = PermuteQK(l.rows, heads)
 			}
 			gname, _ := GGUFName(hf)
-			t := &ggufTensor{name: gname, hf: hf, typ: qt, ne: []int64{int64(l.k), int64(l.rows)}}
-			t.write = func(ctx context.Context, w *gguf.Writer) error {
-				if !ternary {
-					return p.writeFloat(ctx, l, order, qt, w)
-				}
-				return p.writeTQ(ctx, l, order, quantize, qt, w, t)
+			t, err := p.projTensor(gname, l, gt, order)
+			if err != nil {
+				return err
 			}
 			plan = append(plan, t)
 		}
@@ -150,50 +195,58 @@ func (p *packer) packGGUF(ctx context.Context) error {
 	if tok == nil {
 		p.warn("%s has no tokenizer.json: the GGUF has no tokenizer.ggml.* metadata and llama.cpp will refuse to load it", p.src.dir)
 	}
+	if d.act == "relu2" {
+		p.warn("%s.hidden_activation = relu2 written; stock llama.cpp builds may ignore it and run the FFN with SiLU (formats.md §3)", arch)
+	}
+	return p.writeGGUF(ctx, plan, func(set func(string, any)) {
+		set("general.architecture", arch)
+		set("general.name", modelName(p.opts.Input))
+		set("general.file_type", gt.ftype)
+		set("general.quantization_version", uint32(2))
+		set("general.alignment", uint32(gguf.DefaultAlignment))
+		set(arch+".vocab_size", uint32(d.vocab))
+		set(arch+".context_length", uint32(d.ctx))
+		set(arch+".embedding_length", uint32(d.hidden))
+		set(arch+".block_count", uint32(d.layers))
+		set(arch+".feed_forward_length", uint32(d.inter))
+		set(arch+".attention.head_count", uint32(d.heads))
+		set(arch+".attention.head_count_kv", uint32(d.kvHeads))
+		set(arch+".attention.layer_norm_rms_epsilon", float32(d.eps))
+		set(arch+".rope.freq_base", float32(d.theta))
+		set(arch+".rope.dimension_count", uint32(d.headDim))
+		if d.headDim*d.heads != d.hidden {
+			set(arch+".attention.key_length", uint32(d.headDim))
+			set(arch+".attention.value_length", uint32(d.headDim))
+		}
+		if arch == "bitnet" {
+			set("bitnet.rope.scaling.type", "linear")
+			set("bitnet.rope.scaling.factor", float32(1))
+		}
+		if d.act == "relu2" {
+			set(arch+".hidden_activation", "relu2")
+		}
+		if tok != nil {
+			for _, kv := range tok.ggufKVs() {
+				set(kv[0].(string), kv[1])
+			}
+		}
+	})
+}
 
+// writeGGUF writes the metadata meta sets and the planned tensors to
+// opts.Output atomically.
+func (p *packer) writeGGUF(ctx context.Context, plan []*ggufTensor, meta func(set func(string, any))) error {
 	f, err := atomicfile.Create(p.opts.Output, 0o644)
 	if err != nil {
 		return err
 	}
 	defer f.Abort()
 	w := gguf.NewWriter(f)
-	set := func(k string, v any) {
+	meta(func(k string, v any) {
 		if err == nil {
 			err = w.Set(k, v)
 		}
-	}
-	set("general.architecture", arch)
-	set("general.name", modelName(p.opts.Input))
-	set("general.file_type", ftype)
-	set("general.quantization_version", uint32(2))
-	set("general.alignment", uint32(gguf.DefaultAlignment))
-	set(arch+".vocab_size", uint32(d.vocab))
-	set(arch+".context_length", uint32(d.ctx))
-	set(arch+".embedding_length", uint32(d.hidden))
-	set(arch+".block_count", uint32(d.layers))
-	set(arch+".feed_forward_length", uint32(d.inter))
-	set(arch+".attention.head_count", uint32(d.heads))
-	set(arch+".attention.head_count_kv", uint32(d.kvHeads))
-	set(arch+".attention.layer_norm_rms_epsilon", float32(d.eps))
-	set(arch+".rope.freq_base", float32(d.theta))
-	set(arch+".rope.dimension_count", uint32(d.headDim))
-	if d.headDim*d.heads != d.hidden {
-		set(arch+".attention.key_length", uint32(d.headDim))
-		set(arch+".attention.value_length", uint32(d.headDim))
-	}
-	if arch == "bitnet" {
-		set("bitnet.rope.scaling.type", "linear")
-		set("bitnet.rope.scaling.factor", float32(1))
-	}
-	if d.act == "relu2" {
-		set(arch+".hidden_activation", "relu2")
-		p.warn("%s.hidden_activation = relu2 written; stock llama.cpp builds may ignore it and run the FFN with SiLU (formats.md §3)", arch)
-	}
-	if tok != nil {
-		for _, kv := range tok.ggufKVs() {
-			set(kv[0].(string), kv[1])
-		}
-	}
+	})
 	if err != nil {
 		return err
 	}

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	goio "io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/patch"
 	"github.com/edgectl/edgectl/pulsar2"
 )
 
@@ -125,7 +127,7 @@ s4 for GPTQ/AWQ int4 checkpoints, else s8. AX8850 boards run AX650 models.`,
 	f.StringVar(&o.Runtime, "runtime", "", "docker or podman (default: whichever is on PATH, docker first)")
 	f.StringVar(&o.Builder, "builder", "", "llm_build or llm_build2 (default: from the image's pulsar2 version)")
 	f.StringVar(&o.Pulsar2Bin, "pulsar2-bin", "", "run this installed pulsar2 (path or name on PATH) instead of the container image")
-	f.IntVar(&o.KVCacheLen, "kv-cache-len", 0, "KV cache length, 128·k−1 (default: config.json kv_cache_len, else 2047)")
+	f.IntVar(&o.KVCacheLen, "kv-cache-len", 0, fmt.Sprintf("KV cache length, 128·k−1 (default: config.json kv_cache_len, else %d)", patch.DefaultKVLen))
 	f.IntVar(&o.PrefillLen, "prefill-len", 0, "prefill chunk length (default 128)")
 	f.IntVar(&o.MaxPrefill, "max-prefill", 0, "largest prefill group, a multiple of --prefill-len (default: half the KV cache)")
 	f.IntVar(&o.Parallel, "parallel", 0, "compiler threads (default: min(8, CPUs))")

@@ -54,7 +54,11 @@ func newQuantPackCmd(io *cli.IO, fixedFormat string, runF func(context.Context, 
 --ternarize decides how float weights become ternary: auto keeps rows that are
 already {-a,0,+a} (lossless, scale a) and applies BitNet absmean to the rest;
 absmean applies it everywhere; none hands the floats to the format's own
-quantizer (tq*_0: llama.cpp's; sherry: the 3:4 projection).`,
+quantizer (tq*_0: llama.cpp's; sherry: the 3:4 projection).
+
+A .safetensors file with no config.json beside it packs, in the GGUF formats
+only, to a tensors-only GGUF (no architecture metadata: runtimes cannot load it
+as a model). Missing directories above -o are created.`,
 		Example: `  edgectl quant pack ./bitnet-b1.58-2B-4T -o bitnet.tq2_0.gguf --format tq2_0
   edgectl quant pack ./bitnet-b1.58-2B-4T -o bitnet.h1b --format sherry
   edgectl quant pack ./Llama-3.2-1B -o ./Llama-3.2-1B-gptq --format gptq-int4

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/edgectl/edgectl/format/gguf"
+	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/internal/testmodel"
 )
 
@@ -183,5 +186,76 @@ func TestQuantPackGPTQAndHtok(t *testing.T) {
 	code, stdout, _ = runCLI(t, "--json", "inspect", h1bOut)
 	if code != 0 || !strings.Contains(stdout, "m.htok") || !strings.Contains(stdout, `"packing": "tq1h"`) {
 		t.Errorf("h1b inspect: %s", stdout)
+	}
+}
+
+// TestQuantPackBareSafetensors: a safetensors file with no config.json
+// beside it packs to a tensors-only GGUF (exit 0, one warning line on
+// stderr) whose tensors equal the source's, into a directory -o creates;
+// a format that needs config.json refuses in one line.
+func TestQuantPackBareSafetensors(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := testmodel.Write(dir, testmodel.Spec{ModelType: "llama", Hidden: 256, FFN: 512, Heads: 4, KVHeads: 2, Vocab: 64}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
+		os.Remove(filepath.Join(dir, n))
+	}
+	in := filepath.Join(dir, "model.safetensors")
+	out := filepath.Join(t.TempDir(), "new", "dir", "x.gguf")
+	code, stdout, stderr := runCLI(t, "quant", "pack", in, "-o", out, "--format", "f32")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var warnings []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "warning: ") {
+			warnings = append(warnings, l)
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "no config.json") || !strings.Contains(warnings[0], "cannot load it as a model") {
+		t.Errorf("warnings %q (stderr %q)", warnings, stderr)
+	}
+	if !strings.Contains(stdout, "wrote "+out) {
+		t.Errorf("stdout %q", stdout)
+	}
+	src, err := safetensors.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	g, err := gguf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.Architecture() != "" || len(g.Tensors) != len(src.Tensors) {
+		t.Fatalf("architecture %q, %d tensors for %d", g.Architecture(), len(g.Tensors), len(src.Tensors))
+	}
+	for _, st := range src.Tensors {
+		want, err := src.Float32(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ti, ok := g.Tensor(st.Name)
+		if !ok {
+			t.Fatalf("GGUF lacks %q", st.Name)
+		}
+		b, _ := g.Bytes(ti)
+		got := make([]float32, ti.Elements())
+		if err := gguf.Dequantize(ti.Type, b, got); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %s values differ from the source (%v)", st.Name, ti.Type, err)
+		}
+	}
+
+	code, stdout, _ = runCLI(t, "--json", "inspect", out)
+	var r report
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || r.Format != "gguf" || r.Architecture != "" || len(r.Tensors) != len(src.Tensors) {
+		t.Errorf("inspect exit %d: %+v", code, r)
+	}
+
+	code, _, stderr = runCLI(t, "quant", "pack", in, "-o", filepath.Join(t.TempDir(), "m.h1b"), "--format", "sherry")
+	if code != 1 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "no config.json") {
+		t.Errorf("sherry on a bare file: exit %d %q", code, stderr)
 	}
 }

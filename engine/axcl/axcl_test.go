@@ -43,7 +43,7 @@ func newTestEngine(t testing.TB, state string) *Engine {
 	bin := fakeRuntime(t)
 	return New(Options{
 		Command:     []string{bin, "run", "{dir}"},
-		StopTimeout: time.Second,
+		StopTimeout: 3 * time.Second, // room for a loaded CI machine to deliver ^C and the prompt
 		SMI:         []string{bin, "--state", state},
 	})
 }
