@@ -165,6 +165,7 @@ func (m *Model) turn(ctx context.Context, line string, req engine.Request, emit0
 		pre       strings.Builder // text before the ttft line: echo, or text of builds without ttft
 		stop      = stopMatcher{stops: req.Stop}
 		pieces    int
+		budget    = tokenBudget{max: req.MaxTokens}
 		finish    = engine.FinishStop
 		avgTPS    float64
 		kv        logFacts
@@ -183,7 +184,7 @@ func (m *Model) turn(ctx context.Context, line string, req engine.Request, emit0
 		if err := emit(engine.Token{ID: -1, Text: text}); err != nil {
 			return err
 		}
-		if req.MaxTokens > 0 && m.answerTokens(pieces, &answer) >= req.MaxTokens {
+		if req.MaxTokens > 0 && m.reachedBudget(&budget, pieces, &answer) {
 			finish = engine.FinishLength
 			return errHalt
 		}
@@ -378,15 +379,27 @@ func (s *stopMatcher) trimTrailingNewline() { s.held = strings.TrimSuffix(s.held
 
 func (s *stopMatcher) flush() string { h := s.held; s.held = ""; return h }
 
-// answerTokens is how many tokens of max_tokens the answer so far uses:
-// the model's tokenizer over the text when the model has one (a printed
-// piece may hold several tokens, or part of one), else the pieces. The
-// recount is linear in the answer, so a whole answer costs O(n²) tokenizer
-// work: about 1 ms a piece at 8k tokens, against the tens of milliseconds
-// the NPU takes for each token.
-func (m *Model) answerTokens(pieces int, answer *strings.Builder) int {
+// tokenBudget follows an answer against max_tokens.
+type tokenBudget struct {
+	max    int
+	tokens int // the answer's tokens when it was at bytes long
+	at     int
+}
+
+// reachedBudget reports whether the answer so far uses max_tokens: by the
+// model's tokenizer over the text when the model has one (a printed piece
+// may hold several tokens, or part of one), else by pieces. A recount
+// costs time linear in the answer (the Qwen3 tokenizer: 7.9 ms for 13k
+// tokens), so it runs only when the text added since the last count could
+// reach the budget, a token covering at least one byte: a few dozen
+// recounts for an 8k-token budget, not one a piece.
+func (m *Model) reachedBudget(b *tokenBudget, pieces int, answer *strings.Builder) bool {
 	if !m.exactTokens {
-		return pieces
+		return pieces >= b.max
 	}
-	return m.countTokens(answer.String())
+	if b.tokens+answer.Len()-b.at < b.max {
+		return false
+	}
+	b.tokens, b.at = m.countTokens(answer.String()), answer.Len()
+	return b.tokens >= b.max
 }
