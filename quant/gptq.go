@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/edgectl/edgectl/format/gptq"
 	"github.com/edgectl/edgectl/format/half"
 )
 
 // GPTQ int4 parameters written by Pack: 4 bits, group 128, symmetric,
-// desc_act false (formats.md §10).
+// desc_act false, v1 zero points (formats.md §10). The tensors' bit layout
+// is format/gptq's.
 const (
-	GPTQBits      = 4
+	GPTQBits      = gptq.Bits
 	GPTQGroupSize = 128
 	gptqZero      = 8          // symmetric zero point
-	GPTQZeroWord  = 0x77777777 // qzeros word: eight (z − 1) = 7 nibbles
+	GPTQZeroWord  = 0x77777777 // qzeros word: eight (z − 1) = 7 nibbles (format/gptq's Layout.ZeroWord(8))
 )
 
 // GPTQConfig is the quantization_config written into config.json (and
@@ -29,7 +31,7 @@ type GPTQConfig struct {
 }
 
 // DefaultGPTQConfig describes what Pack writes.
-var DefaultGPTQConfig = GPTQConfig{QuantMethod: "gptq", Bits: GPTQBits, GroupSize: GPTQGroupSize, Sym: true, CheckpointFormat: "gptq"}
+var DefaultGPTQConfig = GPTQConfig{QuantMethod: gptq.MethodGPTQ, Bits: GPTQBits, GroupSize: GPTQGroupSize, Sym: true, CheckpointFormat: gptq.FormatGPTQ}
 
 // GPTQRowScales computes the fp16 scales of one output row (column n of
 // GPTQ's [G, N] scales): 2·max|w|/15 per group of 128 inputs, or 2/15 for an
@@ -86,46 +88,61 @@ func GPTQRowCodes(q []uint8, w []float32, scales []uint16) {
 	}
 }
 
+// gptqLayout is the format/gptq layout Pack writes an n × k projection in
+// (the bit layout's one home); the sizes were checked by packGPTQ.
+func gptqLayout(n, k int) gptq.Layout {
+	l, err := DefaultGPTQConfig.layoutConfig().Layout(n, k)
+	if err != nil {
+		panic(err) // packGPTQ refuses sizes the layout cannot hold first
+	}
+	return l
+}
+
+// layoutConfig is c as format/gptq reads it.
+func (c GPTQConfig) layoutConfig() *gptq.Config {
+	return &gptq.Config{Method: c.QuantMethod, Bits: c.Bits, GroupSize: c.GroupSize, DescAct: c.DescAct, Sym: c.Sym, Format: c.CheckpointFormat}
+}
+
 // gptqTensor is one projection quantized in memory: codes packed as
 // qweight [K/8, N] (little-endian int32 words) and scales [G, N] F16.
 type gptqTensor struct {
+	lay     gptq.Layout
 	n, k, g int
 	qweight []byte
 	scales  []byte
 }
 
 func newGPTQTensor(n, k int) *gptqTensor {
-	g := (k + GPTQGroupSize - 1) / GPTQGroupSize
-	return &gptqTensor{n: n, k: k, g: g, qweight: make([]byte, 4*(k/8)*n), scales: make([]byte, 2*g*n)}
+	lay := gptqLayout(n, k)
+	g := lay.Groups()
+	return &gptqTensor{lay: lay, n: n, k: k, g: g, qweight: make([]byte, 4*(k/8)*n), scales: make([]byte, 2*g*n)}
 }
 
 // putRow stores output row n: its codes (len k) go to column n of
-// qweight, nibble i of word (r, n) holding input 8r+i.
+// qweight (format/gptq's layout), its scales to column n of scales.
 func (t *gptqTensor) putRow(n int, q []uint8, sc []uint16) {
-	for r := 0; r < t.k/8; r++ {
-		var word uint32
-		for i := 0; i < 8; i++ {
-			word |= uint32(q[8*r+i]&15) << (4 * i)
-		}
-		binary.LittleEndian.PutUint32(t.qweight[4*(r*t.n+n):], word)
-	}
+	t.lay.PutCodes(t.qweight, n, q)
 	for g, s := range sc {
 		binary.LittleEndian.PutUint16(t.scales[2*(g*t.n+n):], s)
 	}
 }
 
-// UnpackGPTQ dequantizes GPTQ tensors back to HF layout W[n][k] (tests,
-// doctor). qweight is [K/8, N] words, qzeros [G, N/8], scales [G, N] F16,
-// gIdx [K].
+// UnpackGPTQ dequantizes GPTQ v1 tensors back to HF layout W[n][k]
+// (tests, doctor) through format/gptq. qweight is [K/8, N] words, qzeros
+// [G, N/8], scales [G, N] F16, gIdx [K].
 func UnpackGPTQ(qweight, qzeros []uint32, scales []uint16, gIdx []int32, n, k int) []float32 {
-	w := make([]float32, n*k)
-	for kk := 0; kk < k; kk++ {
-		g := int(gIdx[kk])
-		for c := 0; c < n; c++ {
-			q := (qweight[(kk/8)*n+c] >> (4 * (kk % 8))) & 15
-			z := (qzeros[g*(n/8)+c/8]>>(4*(c%8)))&15 + 1
-			w[c*k+kk] = half.F16ToF32(scales[g*n+c]) * float32(int(q)-int(z))
+	words := func(w []uint32) []byte {
+		b := make([]byte, 4*len(w))
+		for i, v := range w {
+			binary.LittleEndian.PutUint32(b[4*i:], v)
 		}
+		return b
 	}
+	sc := make([]float32, len(scales))
+	for i, h := range scales {
+		sc[i] = half.F16ToF32(h)
+	}
+	w := make([]float32, n*k)
+	gptqLayout(n, k).Dequantize(w, words(qweight), words(qzeros), sc, gIdx, 0, n)
 	return w
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/edgectl/edgectl/format/gptq"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/hflayout"
 	"github.com/edgectl/edgectl/format/safetensors"
@@ -131,7 +132,8 @@ func (p *packer) gptqSources(ctx context.Context, l *linear) []safetensors.Sourc
 	stem := strings.TrimSuffix(l.name, ".weight")
 	n, k := l.rows, l.k
 	var t *gptqTensor
-	g := (k + GPTQGroupSize - 1) / GPTQGroupSize
+	lay := gptqLayout(n, k)
+	g := lay.Groups()
 	qweight := func(w io.Writer) error {
 		t = newGPTQTensor(n, k)
 		_, err := p.transform(ctx, l, 0, nil, func(r int, x []float32, _ []int8, _ []byte) (float32, error) {
@@ -147,14 +149,15 @@ func (p *packer) gptqSources(ctx context.Context, l *linear) []safetensors.Sourc
 		if err != nil {
 			return err
 		}
-		p.res.Tensors = append(p.res.Tensors, TensorReport{Name: stem + ".qweight", Source: l.name, Type: "gptq-int4", Shape: []int64{int64(k / 8), int64(n)}, Method: "RTN symmetric, group 128"})
+		p.res.Tensors = append(p.res.Tensors, TensorReport{Name: stem + ".qweight", Source: l.name, Type: "gptq-int4", Shape: lay.QWeightShape(), Method: "RTN symmetric, group 128"})
 		_, err = w.Write(t.qweight)
 		return err
 	}
 	qzeros := func(w io.Writer) error {
 		b := make([]byte, 4*g*(n/8))
+		zw := lay.ZeroWord(gptqZero)
 		for i := 0; i < len(b); i += 4 {
-			binary.LittleEndian.PutUint32(b[i:], GPTQZeroWord)
+			binary.LittleEndian.PutUint32(b[i:], zw)
 		}
 		_, err := w.Write(b)
 		return err
@@ -165,17 +168,19 @@ func (p *packer) gptqSources(ctx context.Context, l *linear) []safetensors.Sourc
 		return err
 	}
 	gidx := func(w io.Writer) error {
-		b := make([]byte, 4*k)
-		for i := 0; i < k; i++ {
-			binary.LittleEndian.PutUint32(b[4*i:], uint32(i/GPTQGroupSize))
+		gIdx, err := lay.GroupIndex(nil) // desc_act false: input i in group i/128
+		if err != nil {
+			return err
 		}
-		_, err := w.Write(b)
+		b := make([]byte, 4*k)
+		gptq.PutGroupIndex(b, gIdx)
+		_, err = w.Write(b)
 		return err
 	}
 	return []safetensors.Source{
-		{Name: stem + ".qweight", DType: safetensors.I32, Shape: []int64{int64(k / 8), int64(n)}, WriteTo: qweight},
-		{Name: stem + ".qzeros", DType: safetensors.I32, Shape: []int64{int64(g), int64(n / 8)}, WriteTo: qzeros},
-		{Name: stem + ".scales", DType: safetensors.F16, Shape: []int64{int64(g), int64(n)}, WriteTo: scales},
-		{Name: stem + ".g_idx", DType: safetensors.I32, Shape: []int64{int64(k)}, WriteTo: gidx},
+		{Name: stem + ".qweight", DType: safetensors.I32, Shape: lay.QWeightShape(), WriteTo: qweight},
+		{Name: stem + ".qzeros", DType: safetensors.I32, Shape: lay.QZerosShape(), WriteTo: qzeros},
+		{Name: stem + ".scales", DType: safetensors.F16, Shape: lay.ScalesShape(), WriteTo: scales},
+		{Name: stem + ".g_idx", DType: safetensors.I32, Shape: lay.GIdxShape(), WriteTo: gidx},
 	}
 }

@@ -67,8 +67,25 @@ func (m *floatRows) int8() bool     { return false }
 func (m *floatRows) size() int64    { return int64(len(m.raw)) }
 func (m *floatRows) format() string { return m.dt }
 
+// mul multiplies a batch (prefill) with the table's gemm kernels, which
+// load each weight vector once for several tokens, and a single token
+// (decode), or a dtype whose gemm entry is nil, with the dot kernels.
 func (m *floatRows) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 	k, kern := m.c, a.kern
+	if a.n > 1 && r1 > r0 {
+		g, x, o := &kern.gemm, a.f[:a.n*k], out[r0:]
+		switch {
+		case m.dt == "F32" && g.f32 != nil:
+			g.f32(m.f32[r0*k:r1*k], k, x, a.n, o, ldo)
+			return
+		case m.dt == "F16" && g.f16 != nil:
+			g.f16(m.raw[2*r0*k:2*r1*k], k, x, a.n, o, ldo)
+			return
+		case m.dt == "BF16" && g.bf16 != nil:
+			g.bf16(m.raw[2*r0*k:2*r1*k], k, x, a.n, o, ldo)
+			return
+		}
+	}
 	for r := r0; r < r1; r++ {
 		for t := range a.n {
 			x := a.f[t*k : (t+1)*k]

@@ -319,6 +319,12 @@ func gateAct(kern *kernels, g, u []float32, relu2 bool) {
 		kern.relu2Mul(g, u)
 		return
 	}
+	kern.siluMul(g, u)
+}
+
+// siluMulGo is the portable siluMul (see kernels).
+func siluMulGo(g, u []float32) {
+	u = u[:len(g)]
 	for i, v := range g {
 		g[i] = silu(v) * u[i]
 	}

@@ -24,6 +24,9 @@ func scaleMulAVX2(dst, x, w *float32, n int, inv float32)
 func expSubSumAVX2(x *float32, n int, mx float32) float32
 
 //go:noescape
+func siluMulAVX2(x *float32, y *float32, n int)
+
+//go:noescape
 func quantBlocksAVX2(x *float32, nb int, inv float32, q *int8, bsum *int32)
 
 //go:noescape
@@ -73,6 +76,7 @@ func scaleMulGlueAVX2(dst, x, w []float32, inv float32) {
 	scaleMulWith(scaleMulAVX2, 8, dst, x, w, inv)
 }
 func relu2MulGlueAVX2(g, u []float32) { relu2MulWith(relu2MulAVX2, 8, g, u) }
+func siluMulGlueAVX2(g, u []float32)  { siluMulWith(siluMulAVX2, 8, g, u) }
 func quantBlocksGlueAVX2(x []float32, inv float32, q, qp []int8, bsum []int32) {
 	quantBlocksWith(quantBlocksAVX2, x, inv, q, qp, bsum)
 }

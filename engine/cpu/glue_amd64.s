@@ -326,6 +326,61 @@ qbdone:
 	VZEROUPPER
 	RET
 
+// EXPF_CONSTS and EXPF_Y0 are Cephes' float32 expf in 8 lanes, shared by
+// expSubSumAVX2 and siluMulAVX2. EXPF_CONSTS loads the constants into
+// Y5, Y6 and Y8–Y14 (Y14/Y13 the clamp −87.33654 and 88, Y12 log2 e,
+// Y11/Y10 ln 2 in two parts, Y9, Y6, Y5 the first coefficients, Y8 1.0
+// and the exponent bias) using AX; EXPF_Y0 sets Y2 = e^Y0 for Y0 already
+// clamped, using Y0, Y1 and Y3 (n = round(x·log2 e), r = x − n·ln 2, e^r
+// by its degree-7 polynomial, times 2^n built in the exponent field).
+#define EXPF_CONSTS \
+	MOVL $0xc2aeac4f, AX; \
+	VMOVD AX, X14; \
+	VPBROADCASTD X14, Y14; \
+	MOVL $0x42b00000, AX; \
+	VMOVD AX, X13; \
+	VPBROADCASTD X13, Y13; \
+	MOVL $0x3fb8aa3b, AX; \
+	VMOVD AX, X12; \
+	VPBROADCASTD X12, Y12; \
+	MOVL $0x3f318000, AX; \
+	VMOVD AX, X11; \
+	VPBROADCASTD X11, Y11; \
+	MOVL $0xb95e8083, AX; \
+	VMOVD AX, X10; \
+	VPBROADCASTD X10, Y10; \
+	MOVL $0x39506967, AX; \
+	VMOVD AX, X9; \
+	VPBROADCASTD X9, Y9; \
+	MOVL $0x3f800000, AX; \
+	VMOVD AX, X8; \
+	VPBROADCASTD X8, Y8; \
+	MOVL $0x3ab743ce, AX; \
+	VMOVD AX, X6; \
+	VPBROADCASTD X6, Y6; \
+	MOVL $0x3c088908, AX; \
+	VMOVD AX, X5; \
+	VPBROADCASTD X5, Y5
+
+#define EXPF_Y0 \
+	VMULPS Y12, Y0, Y1; \
+	VROUNDPS $0x08, Y1, Y1; \
+	VFNMADD231PS Y11, Y1, Y0; \
+	VFNMADD231PS Y10, Y1, Y0; \
+	VMOVAPS Y9, Y2; \
+	VFMADD213PS Y6, Y0, Y2; \
+	VFMADD213PS Y5, Y0, Y2; \
+	VFMADD213PS glueconst<>+32(SB), Y0, Y2; \
+	VFMADD213PS glueconst<>+64(SB), Y0, Y2; \
+	VFMADD213PS glueconst<>+96(SB), Y0, Y2; \
+	VMULPS Y0, Y0, Y3; \
+	VFMADD213PS Y0, Y3, Y2; \
+	VADDPS Y8, Y2, Y2; \
+	VCVTPS2DQ Y1, Y1; \
+	VPSLLD $23, Y1, Y1; \
+	VPADDD Y8, Y1, Y1; \
+	VMULPS Y1, Y2, Y2
+
 // func expSubSumAVX2(x *float32, n int, mx float32) float32   (n a multiple of 8)
 // x[i] = exp(x[i] − mx) in place, returning Σ x[i]: expSubSumAVX512 in 8
 // lanes. exp as Cephes' expf: n = round(x·log2 e), r = x − n·ln 2 (in two
@@ -336,33 +391,7 @@ TEXT ·expSubSumAVX2(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
 	VBROADCASTSS mx+16(FP), Y15
-	MOVL $0xc2aeac4f, AX // -87.33654
-	VMOVD AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL $0x42b00000, AX // 88
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13
-	MOVL $0x3fb8aa3b, AX // log2(e)
-	VMOVD AX, X12
-	VPBROADCASTD X12, Y12
-	MOVL $0x3f318000, AX // ln 2, high part (0.693359375)
-	VMOVD AX, X11
-	VPBROADCASTD X11, Y11
-	MOVL $0xb95e8083, AX // ln 2, low part (-2.12194440e-4)
-	VMOVD AX, X10
-	VPBROADCASTD X10, Y10
-	MOVL $0x39506967, AX // 1.9875691500e-4
-	VMOVD AX, X9
-	VPBROADCASTD X9, Y9
-	MOVL $0x3f800000, AX // 1, and the exponent bias 127<<23
-	VMOVD AX, X8
-	VPBROADCASTD X8, Y8
-	MOVL $0x3ab743ce, AX // 1.3981999507e-3
-	VMOVD AX, X6
-	VPBROADCASTD X6, Y6
-	MOVL $0x3c088908, AX // 8.3334519073e-3
-	VMOVD AX, X5
-	VPBROADCASTD X5, Y5
+	EXPF_CONSTS
 	VXORPS Y7, Y7, Y7
 	SHRQ $3, CX
 	JEQ exdone
@@ -371,23 +400,7 @@ exloop:
 	VSUBPS Y15, Y0, Y0
 	VMAXPS Y14, Y0, Y0
 	VMINPS Y13, Y0, Y0
-	VMULPS Y12, Y0, Y1
-	VROUNDPS $0x08, Y1, Y1
-	VFNMADD231PS Y11, Y1, Y0
-	VFNMADD231PS Y10, Y1, Y0
-	VMOVAPS Y9, Y2
-	VFMADD213PS Y6, Y0, Y2
-	VFMADD213PS Y5, Y0, Y2
-	VFMADD213PS glueconst<>+32(SB), Y0, Y2
-	VFMADD213PS glueconst<>+64(SB), Y0, Y2
-	VFMADD213PS glueconst<>+96(SB), Y0, Y2
-	VMULPS Y0, Y0, Y3
-	VFMADD213PS Y0, Y3, Y2
-	VADDPS Y8, Y2, Y2
-	VCVTPS2DQ Y1, Y1
-	VPSLLD $23, Y1, Y1
-	VPADDD Y8, Y1, Y1
-	VMULPS Y1, Y2, Y2
+	EXPF_Y0
 	VMOVUPS Y2, (SI)
 	VADDPS Y2, Y7, Y7
 	ADDQ $32, SI
@@ -827,5 +840,36 @@ m4store:
 	ADDQ $64, R10
 	CMPQ R10, $512
 	JLT m4pass
+	VZEROUPPER
+	RET
+
+// func siluMulAVX2(x *float32, y *float32, n int)   (n a multiple of 8)
+// x[i] = x[i]/(1 + e^−x[i]) · y[i] (SwiGLU's gate): the portable silu's
+// operations in its order, with the exp of EXPF_Y0 (≈1 ulp) instead of
+// float64 exp. −x is clamped to [−87.34, 88] as in expSubSumAVX2; past
+// the clamp the quotient is x or ±0 to float32 precision either way.
+TEXT ·siluMulAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DI
+	MOVQ n+16(FP), CX
+	EXPF_CONSTS
+	SHRQ $3, CX
+	JEQ sidone
+siloop:
+	VMOVUPS (SI), Y4
+	VXORPS Y0, Y0, Y0
+	VSUBPS Y4, Y0, Y0
+	VMAXPS Y14, Y0, Y0
+	VMINPS Y13, Y0, Y0
+	EXPF_Y0
+	VADDPS Y8, Y2, Y2
+	VDIVPS Y2, Y4, Y4
+	VMULPS (DI), Y4, Y4
+	VMOVUPS Y4, (SI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNE siloop
+sidone:
 	VZEROUPPER
 	RET

@@ -22,7 +22,8 @@ func TestGlueAVX2MatchPortable(t *testing.T) {
 	k := newKernels(cpuFeatures{avx2: true})
 	for _, f := range [][2]any{{k.absMax, absMaxGlueAVX2}, {k.quantBlocks, quantBlocksGlueAVX2}, {k.relu2Mul, relu2MulGlueAVX2},
 		{k.sumSquares, sumSquaresGlueAVX2}, {k.scaleMul, scaleMulGlueAVX2}, {k.maxF32, maxF32GlueAVX2}, {k.expSubSum, expSubSumGlueAVX2},
-		{k.attnScores, attnScoresGlueAVX2}, {k.attnMix, attnMixGlueAVX2}, {k.attnScores4, attnScores4GlueAVX2}, {k.attnMix4, attnMix4GlueAVX2}} {
+		{k.attnScores, attnScoresGlueAVX2}, {k.attnMix, attnMixGlueAVX2}, {k.attnScores4, attnScores4GlueAVX2}, {k.attnMix4, attnMix4GlueAVX2},
+		{k.siluMul, siluMulGlueAVX2}} {
 		if reflect.ValueOf(f[0]).Pointer() != reflect.ValueOf(f[1]).Pointer() {
 			t.Errorf("%s is not in the avx2 table", runtime.FuncForPC(reflect.ValueOf(f[1]).Pointer()).Name())
 		}
@@ -278,4 +279,48 @@ func BenchmarkGlueAVX2(b *testing.B) {
 			attnMix4GlueAVX2(sc, pos, vv, 128, pos, o)
 		}
 	})
+}
+
+// TestSiluMulAVX2 checks SwiGLU's gate against the portable loop: every
+// table on AVX2 CPUs holds it (AVX-512 ones too). Its exp is the float32
+// polynomial (≈1 ulp), so each result is within a few ulps of the
+// portable float64-exp one, also at ±0 and where e^−x underflows; past
+// −88, where float32 e^−x overflows, the portable gate is −0 and the
+// clamped one below 1e-35 in magnitude. Activations are finite (an infinite
+// gate gives NaN or ±Inf, as the model is broken either way).
+func TestSiluMulAVX2(t *testing.T) {
+	if !detectFeatures().avx2 {
+		t.Skip("no AVX2/FMA/F16C on this CPU")
+	}
+	for _, f := range []cpuFeatures{{avx2: true}, detectFeatures()} {
+		if k := newKernels(f); reflect.ValueOf(k.siluMul).Pointer() != reflect.ValueOf(siluMulGlueAVX2).Pointer() {
+			t.Errorf("the %s table does not hold siluMulGlueAVX2", k.name)
+		}
+	}
+	rng := rand.New(rand.NewPCG(23, 24))
+	special := []float32{0, float32(math.Copysign(0, -1)), 87, 88, 89, -87, -88, -89, -100, 100, 1e-30, -1e-30}
+	for _, n := range []int{1, 7, 8, 9, 16, 33, 100, 4096, 4864} {
+		g, u := make([]float32, n), make([]float32, n)
+		for i := range g {
+			g[i], u[i] = float32(rng.NormFloat64()*4), float32(rng.NormFloat64())
+		}
+		for i := range min(n, len(special)) {
+			g[i] = special[i]
+		}
+		got, want := slices.Clone(g), slices.Clone(g)
+		siluMulGlueAVX2(got, u)
+		siluMulGo(want, u)
+		for i := range got {
+			d := math.Abs(float64(got[i] - want[i]))
+			if got[i] != want[i] && !(d <= 4*ulp32(want[i])) && !(d < 1e-35) {
+				t.Fatalf("siluMul n %d: silu(%v)·%v = %v, want %v", n, g[i], u[i], got[i], want[i])
+			}
+		}
+	}
+}
+
+// ulp32 is the spacing of float32 values at |x|.
+func ulp32(x float32) float64 {
+	a := math.Abs(float64(x))
+	return float64(math.Nextafter32(float32(a), float32(math.Inf(1)))) - a
 }

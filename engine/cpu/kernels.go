@@ -39,8 +39,12 @@ type kernels struct {
 	tern            [numTernTypes]ternKernels
 	quant           [numQuantTypes]quantKernels
 	q8              q8Kernels
+	gptq            gptqKernels // GPTQ/AWQ int4 (gptq_kernels.go); SIMD to rounding
 	dotF32          func(a, b []float32) float32
 	dotF16, dotBF16 func(w []byte, x []float32) float32
+	// gemm is the float dtypes' prefill product (a batch of tokens;
+	// gemm.go), to rounding as the portable one.
+	gemm floatGemm
 
 	// The activations' int8 form: absMax is max|x|; quantBlocks writes
 	// q = round(x·inv) (ties away from zero, clamped to ±127), the sum of
@@ -60,6 +64,11 @@ type kernels struct {
 	sumSquares func(x []float32) float64
 	scaleMul   func(dst, x, w []float32, inv float32)
 	relu2Mul   func(g, u []float32)
+	// siluMul sets g[i] = silu(g[i])·u[i] (SwiGLU's gate, on F values a
+	// layer per token: with one float64 exp each it took ~10% of a float
+	// prefill). SIMD versions use a float32 polynomial exp (≈1 ulp), so
+	// they agree with the portable one to rounding.
+	siluMul func(g, u []float32)
 
 	// Softmax and attention. maxF32 is the largest of x (−Inf when empty;
 	// NaN-free input), exact. expSubSum sets x[i] = e^(x[i]−mx) and
@@ -138,14 +147,17 @@ func newKernels(f cpuFeatures) *kernels {
 			// tables that have them (hasI2x4).
 		},
 		q8:          q8Kernels{dot: q8DotGo},
+		gptq:        gptqKernels{rows: gptqRowsGo},
 		dotF32:      dotF32Go,
 		dotF16:      dotF16Go,
 		dotBF16:     dotBF16,
+		gemm:        portableGemm,
 		absMax:      absMaxGo,
 		quantBlocks: quantBlocksGo,
 		sumSquares:  sumSquaresGo,
 		scaleMul:    scaleMulGo,
 		relu2Mul:    relu2MulGo,
+		siluMul:     siluMulGo,
 		maxF32:      maxF32Go,
 		expSubSum:   expSubSumGo,
 		axpyF32:     axpyF32Go,

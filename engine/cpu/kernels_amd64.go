@@ -122,6 +122,9 @@ func addSIMD(k *kernels, f cpuFeatures) {
 		return
 	}
 	useAVX2(k)
+	k.siluMul = siluMulGlueAVX2 // 8 lanes suffice: ~1% of a token's work
+	useQuantTiles(k, f)         // quant_tile_amd64.go: the block types' prefill kernels
+	useGemm(k, f)
 	if !f.avx512 {
 		useGlueAVX2(k)
 		return
@@ -138,6 +141,7 @@ func useAVX2(k *kernels) {
 	i2 := &k.tern[typeI2]
 	k.name = "avx2"
 	useQuantAVX2(k)
+	useGPTQAVX2(k) // gptq_amd64.go: GPTQ/AWQ int4
 	k.tern[typeTQ2].blockDot = tq2DotFromBlockSums(tq2BlockSumsAVX2)
 	i2.dot = i2DotKernel(func(r *byte, q *int8, nb, _ int) int32 { return i2DotAVX2(r, q, nb) }, i2Block)
 	i2.dot4 = i2Dot4Kernel(func(r *byte, q *int8, kk, nb, _ int, out *int32) { i2Dot4AVX2(r, q, kk, nb, out) }, i2Block)

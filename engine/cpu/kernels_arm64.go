@@ -209,6 +209,7 @@ func addSIMD(k *kernels, f cpuFeatures) {
 	// the block scales in the same order (and the same Go expression) as
 	// tq2DotGo.
 	k.tern[typeTQ2].blockDot = tq2DotFromBlockSums(tq2K)
+	useQuantNEON(k, sdot) // the GGUF block types (quant_arm64.go)
 	k.maxF32 = maxF32ARM64
 	k.expSubSum = expSubSumARM64
 	k.sumSquares = sumSquaresARM64
@@ -217,6 +218,7 @@ func addSIMD(k *kernels, f cpuFeatures) {
 	k.axpyF32 = axpyF32ARM64
 	k.dotF16 = dotF16ARM64
 	k.readSum = readSumARM64
+	useGemm(k, f)
 	k.absMax = absMaxARM64
 	k.quantBlocks = quantBlocksARM64
 	k.attnScores = attnScoresARM64

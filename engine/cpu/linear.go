@@ -42,6 +42,8 @@ type acts struct {
 	// blocks are the block-int8 forms the GGUF block types read
 	// (quant_acts.go), each computed on demand.
 	blocks [numBlockForms]blockActs
+	// gptq holds the GPTQ/AWQ products' forms (gptq_linear.go).
+	gptq gptqActs
 }
 
 func (a *acts) reset(n, k int) {
@@ -49,6 +51,7 @@ func (a *acts) reset(n, k int) {
 	for f := range a.blocks {
 		a.blocks[f].ok = false
 	}
+	a.gptq.live = 0
 	a.f = grow(a.f, n*k)
 }
 
@@ -139,6 +142,9 @@ func (a *acts) prepare(w linear) {
 	}
 	if q, ok := w.(*quantLinear); ok {
 		a.quantizeBlocks(q.form)
+	}
+	if g, ok := w.(*gptqLinear); ok {
+		a.prepareGPTQ(g.lay)
 	}
 	if _, ok := w.(*q8Linear); ok && a.kern.q8.unsigned {
 		a.unsigned() // q+128, read by the VNNI head kernel

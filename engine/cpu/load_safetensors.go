@@ -236,6 +236,10 @@ func (m *model) loadSTWeights(ck *safetensors.Checkpoint, cfg *hfconfig.Config) 
 			return err
 		}
 	}
+	gq, err := newGPTQLoader(ck.Dir, cfg) // nil for a float checkpoint
+	if err != nil {
+		return err
+	}
 	hd, qd, kvd := a.headDim, a.heads*a.headDim, a.kvHeads*a.headDim
 	m.w.layers = make([]layer, a.layers)
 	for i := range a.layers {
@@ -258,6 +262,19 @@ func (m *model) loadSTWeights(ck *safetensors.Checkpoint, cfg *hfconfig.Config) 
 			{&L.down, hflayout.Down, a.hidden, a.ffn},
 		}
 		for _, mt := range mats {
+			if gq != nil {
+				// q, k and v biases are the architecture's (below); another
+				// projection's goes with its product.
+				archBias := a.bias && (mt.kind == hflayout.Q || mt.kind == hflayout.K || mt.kind == hflayout.V)
+				q, err := gq.matrix(l, name(mt.kind), mt.rows, mt.cols, !archBias)
+				if err != nil {
+					return err
+				}
+				if q != nil {
+					*mt.dst = q
+					continue
+				}
+			}
 			fr, err := l.matrix(name(mt.kind), mt.rows, mt.cols)
 			if err != nil {
 				return err

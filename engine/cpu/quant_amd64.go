@@ -21,13 +21,14 @@ func rowsQ6KAVX2(w *byte, q *int8, d *float32, bsum *int16, nb int, nrows int, o
 
 // useQuantAVX2 puts the AVX2 block-type kernels into k: Q8_0, Q4_0, Q4_K,
 // Q5_K and Q6_K (the types of the Q8_0, Q4_0, Q4_K_M and Q5_K_M files
-// people run); the other block types keep their portable kernels.
+// people run), and through useQuantAVX2More the other six.
 func useQuantAVX2(k *kernels) {
 	k.quant[typeQ8_0].rows = blockRows(rowsQ8_0AVX2, 34)
 	k.quant[typeQ4_0].rows = blockRows(rowsQ4_0AVX2, 18)
 	k.quant[typeQ4K].rows = superBlockRows(rowsQ4KAVX2, 144)
 	k.quant[typeQ5K].rows = superBlockRows(rowsQ5KAVX2, 176)
 	k.quant[typeQ6K].rows = superBlockRows(rowsQ6KAVX2, 210)
+	useQuantAVX2More(k)
 }
 
 // blockRows wraps a rows kernel over 32-element blocks of blockBytes.

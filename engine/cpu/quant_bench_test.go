@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/format/gguf"
+	"github.com/edgectl/edgectl/format/half"
 )
 
 // Decode and prefill of the files llama-quantize wrote (../shared): small
@@ -84,15 +85,22 @@ func BenchmarkKernelBigQ6_K(b *testing.B) { benchQuantKernel(b, gguf.TypeQ6_K, 4
 // the token's work, as they do in the models people run.
 var llama04B = struct{ hidden, ffn, layers, heads, kv, vocab int }{1024, 4096, 24, 16, 4, 32000}
 
+// llamaGen names the generator's version in the cached files' names (on
+// top of benchVersion, which covers the shared writers): bump it when
+// quantBenchModel's output changes. g2: fixed key order, rope and vocab
+// size keys (llama.cpp reads the files, scripts/bench-llamacpp.sh).
+const llamaGen = "g2"
+
 // quantBenchModel returns the path of the cached generated llama in mix
-// ("Q8_0", or "Q4_K_M": Q4_K with attn_v and ffn_down of every other
-// layer, and the head, in Q6_K, as llama-quantize's mix keeps more bits
-// there), generating it on first use (≈0.3–0.5 GB, tens of seconds).
+// ("Q8_0"; "Q4_K_M": Q4_K with attn_v and ffn_down of every other layer,
+// and the head, in Q6_K, as llama-quantize's mix keeps more bits there;
+// or "F16": every matrix F16), norms F32, generating it on first use
+// (≈0.3–0.9 GB, tens of seconds).
 func quantBenchModel(b *testing.B, mix string) string {
 	benchGenMu.Lock()
 	defer benchGenMu.Unlock()
 	dir := filepath.Join(os.TempDir(), "edgectl-bench", benchVersion)
-	p := filepath.Join(dir, "llama0.4b-"+mix+".gguf")
+	p := filepath.Join(dir, "llama0.4b-"+llamaGen+"-"+mix+".gguf")
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
@@ -102,8 +110,11 @@ func quantBenchModel(b *testing.B, mix string) string {
 	start := time.Now()
 	s := llama04B
 	typeOf := func(name string, layer int) gguf.Type {
-		if mix == "Q8_0" {
+		switch mix {
+		case "Q8_0":
 			return gguf.TypeQ8_0
+		case "F16":
+			return gguf.TypeF16
 		}
 		switch {
 		case name == "output.weight", layer%2 == 0 && (name == "attn_v.weight" || name == "ffn_down.weight"):
@@ -138,11 +149,21 @@ func quantBenchModel(b *testing.B, mix string) string {
 	}
 	err := writeFile(p, func(out io.Writer) error {
 		w := gguf.NewWriter(out)
-		for k, v := range map[string]any{"general.architecture": "llama", "llama.embedding_length": uint32(s.hidden),
-			"llama.block_count": uint32(s.layers), "llama.feed_forward_length": uint32(s.ffn),
-			"llama.attention.head_count": uint32(s.heads), "llama.attention.head_count_kv": uint32(s.kv),
-			"llama.context_length": uint32(2048), "llama.attention.layer_norm_rms_epsilon": float32(1e-5)} {
-			if err := w.Set(k, v); err != nil {
+		// A slice, not a map: the header's key order, and so the file, is
+		// the same on every run.
+		kv := []struct {
+			k string
+			v any
+		}{
+			{"general.architecture", "llama"}, {"general.name", "generated-llama0.4b-" + mix},
+			{"llama.context_length", uint32(2048)}, {"llama.embedding_length", uint32(s.hidden)},
+			{"llama.block_count", uint32(s.layers)}, {"llama.feed_forward_length", uint32(s.ffn)},
+			{"llama.attention.head_count", uint32(s.heads)}, {"llama.attention.head_count_kv", uint32(s.kv)},
+			{"llama.attention.layer_norm_rms_epsilon", float32(1e-5)}, {"llama.rope.freq_base", float32(10000)},
+			{"llama.rope.dimension_count", uint32(hd)}, {"llama.vocab_size", uint32(s.vocab)},
+		}
+		for _, e := range kv {
+			if err := w.Set(e.k, e.v); err != nil {
 				return err
 			}
 		}
@@ -169,12 +190,16 @@ func quantBenchModel(b *testing.B, mix string) string {
 				}
 			}
 			var data []byte
-			if t.typ == gguf.TypeF32 {
+			switch t.typ {
+			case gguf.TypeF32:
 				data = make([]byte, 0, 4*n)
 				for _, v := range x {
 					data = binary.LittleEndian.AppendUint32(data, math.Float32bits(v))
 				}
-			} else {
+			case gguf.TypeF16:
+				data = make([]byte, 2*n)
+				half.EncodeF16(data, x)
+			default:
 				var err error
 				if data, err = gguf.Quantize(t.typ, x); err != nil {
 					return err
@@ -197,5 +222,7 @@ func quantBenchModel(b *testing.B, mix string) string {
 // against llama.cpp's on a model of this size.
 func BenchmarkDecodeLlamaQ4_K_M(b *testing.B)  { benchDecode(b, quantBenchModel(b, "Q4_K_M")) }
 func BenchmarkDecodeLlamaQ8_0(b *testing.B)    { benchDecode(b, quantBenchModel(b, "Q8_0")) }
+func BenchmarkDecodeLlamaF16(b *testing.B)     { benchDecode(b, quantBenchModel(b, "F16")) }
 func BenchmarkPrefillLlamaQ4_K_M(b *testing.B) { benchPrefill(b, quantBenchModel(b, "Q4_K_M")) }
 func BenchmarkPrefillLlamaQ8_0(b *testing.B)   { benchPrefill(b, quantBenchModel(b, "Q8_0")) }
+func BenchmarkPrefillLlamaF16(b *testing.B)    { benchPrefill(b, quantBenchModel(b, "F16")) }

@@ -66,8 +66,23 @@ func quantTypeOf(t gguf.Type) (quantType, bool) {
 // activation row in the type's form (len(x.q) = a row's elements):
 // out[i] = Σ_blocks weights·activations. One call covers a lane's rows
 // in decode, a tile of them per token in prefill.
+//
+// rowsN, optional (nil where a set has none: prefill then calls rows
+// once per token), is rows for a group of `tokens` activation rows at
+// once, the prefill kernel: x holds the group's rows back to back
+// (len(x.q) = tokens·K, x.d and x.sum likewise: acts' block form of
+// consecutive tokens, tileActs), and out[t·ldo + i] receives weight row i
+// times activation row t, for nrows = len(out) − (tokens−1)·ldo rows.
+// It unpacks each weight block once into registers and multiplies it
+// with every token of the group, so a token costs its integer dot
+// products alone; it agrees with rows to rounding (its own summation
+// order). quantLinear.mul runs a leftover of fewer than half a group on
+// rows, a larger one as a group that overlaps the last whole one (its
+// outputs for the overlapped tokens are written again).
 type quantKernels struct {
-	rows func(w []byte, x q8Blocks, out []float32)
+	rows   func(w []byte, x q8Blocks, out []float32)
+	rowsN  func(w []byte, x q8Blocks, out []float32, ldo int)
+	tokens int
 }
 
 // rowsOf makes a rows kernel of a one-row kernel.

@@ -47,23 +47,46 @@ func (l *quantLinear) row(i int, dst []float32) {
 	_ = gguf.Dequantize(l.typ, l.raw[i*l.rowBytes:(i+1)*l.rowBytes], dst[:l.c])
 }
 
-// quantTile is the rows a prefill product multiplies with every token
-// before the next ones: 16 rows of K = 4096 are 36–70 KB, so each token
-// after the first reads them from L2, not memory.
-const quantTile = 16
+// quantTileRows is the rows a prefill product multiplies with every token
+// before the next ones, for rows of rb bytes: as many as fit 128 KB (from
+// 16 to 64), so each token group after the first reads them from L2, not
+// memory, and the multi-token kernels' per-call work (packing a group's
+// activations) is spread over many rows.
+func quantTileRows(rb int) int { return min(64, max(16, (128<<10)/max(rb, 1))) }
 
 // mul runs decode's rows in one kernel call, and a batch's a tile of rows
-// at a time for every token.
+// at a time for every token: groups of the table's rowsN tokens in one
+// call each, the tokens left over one by one — or, when they are at
+// least half a group, as one more group ending at the last token, which
+// overlaps the last whole group (its tokens are computed again, the same
+// values): a multi-token kernel costs a token a third to four fifths of
+// what the one-token kernel does (BenchmarkTileKernels).
 func (l *quantLinear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
-	rows, rb := a.kern.quant[l.qt].rows, l.rowBytes
+	qk, rb := &a.kern.quant[l.qt], l.rowBytes
 	if a.n == 1 {
-		rows(l.raw[r0*rb:r1*rb], a.blockRow(l.form, 0), out[r0:r1])
+		qk.rows(l.raw[r0*rb:r1*rb], a.blockRow(l.form, 0), out[r0:r1])
 		return
 	}
-	for r := r0; r < r1; r += quantTile {
-		e := min(r1, r+quantTile)
-		for t := range a.n {
-			rows(l.raw[r*rb:e*rb], a.blockRow(l.form, t), out[t*ldo+r:t*ldo+e])
+	g, grouped, last := qk.tokens, 0, -1
+	if qk.rowsN != nil && g > 1 {
+		grouped = a.n / g * g
+		if left := a.n - grouped; grouped > 0 && 2*left >= g {
+			last = a.n - g
+		}
+	}
+	tile := quantTileRows(rb)
+	for r := r0; r < r1; r += tile {
+		e := min(r1, r+tile)
+		w := l.raw[r*rb : e*rb]
+		for t := 0; t < grouped; t += g {
+			qk.rowsN(w, tileActs(a, l.form, t, t+g), out[t*ldo+r:(t+g-1)*ldo+e], ldo)
+		}
+		if last >= 0 {
+			qk.rowsN(w, tileActs(a, l.form, last, a.n), out[last*ldo+r:(a.n-1)*ldo+e], ldo)
+			continue
+		}
+		for t := grouped; t < a.n; t++ {
+			qk.rows(w, a.blockRow(l.form, t), out[t*ldo+r:t*ldo+e])
 		}
 	}
 }

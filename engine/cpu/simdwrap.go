@@ -62,6 +62,17 @@ func relu2MulWith(kern func(g, u *float32, n int), width int, g, u []float32) {
 	relu2MulGo(g[n:], u[n:len(g)])
 }
 
+// siluMulWith runs a siluMul kernel on the multiple of width and the
+// portable loop on the rest.
+func siluMulWith(kern func(g, u *float32, n int), width int, g, u []float32) {
+	n := len(g) &^ (width - 1)
+	if n > 0 {
+		_ = u[n-1]
+		kern(unsafe.SliceData(g), unsafe.SliceData(u), n)
+	}
+	siluMulGo(g[n:], u[n:len(g)])
+}
+
 // quantBlocksWith runs a kernel that writes q and bsum (not qp) on the
 // full 256-blocks and the portable code on a short last one; qp (only the
 // AVX-512 I2 kernels read it) is derived from q afterwards.

@@ -6,12 +6,16 @@ tokenizer.ggml.model"). This adds tokenizer.ggml.model = "llama", one
 token per id of the model's vocabulary (<unk>, <s>, </s>, the 256 byte
 tokens, then t259, t260, ...) and their types; tensors and every other
 key are copied unchanged (the data section is re-aligned, tensor offsets
-are relative to it). Usage: addvocab.py IN.gguf OUT.gguf VOCAB_SIZE
+are relative to it). The vocabulary size is token_embd.weight's second
+dimension unless given. Usage: addvocab.py IN.gguf OUT.gguf [VOCAB_SIZE]
 """
 import struct
 import sys
 
-src, dst, nvocab = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if len(sys.argv) not in (3, 4):
+    sys.exit("usage: addvocab.py IN.gguf OUT.gguf [VOCAB_SIZE]")
+src, dst = sys.argv[1], sys.argv[2]
+nvocab = int(sys.argv[3]) if len(sys.argv) == 4 else None
 f = open(src, "rb")
 
 
@@ -51,10 +55,16 @@ for _ in range(nkv):
         skip(t)
 kv_end = f.tell()
 for _ in range(ntensors):
-    rstr()
-    (nd,) = rd("I")
-    f.read(8 * nd + 4 + 8)
+    name, (nd,) = rstr(), rd("I")
+    ne = rd("%dQ" % nd)
+    f.read(4 + 8)
+    if name == b"token_embd.weight" and nvocab is None and nd == 2:
+        nvocab = ne[1]
 infos_end = f.tell()
+if nvocab is None:
+    sys.exit(f"{src} has no 2-D token_embd.weight to take the vocabulary size from; give VOCAB_SIZE")
+if nvocab < 259:
+    sys.exit(f"{src}: vocabulary of {nvocab} is smaller than the 259 fixed tokens; give a larger VOCAB_SIZE")
 data_start = -(-infos_end // align) * align
 
 

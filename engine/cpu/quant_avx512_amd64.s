@@ -1,0 +1,1010 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX-512 VNNI prefill kernels of the GGUF block types, eight activation
+// rows (tokens) a call, on packed activations.
+//
+// Why packed: VPDPBUSD sums four u8×s8 products into each int32 lane,
+// but the block types scale every block (Q8_0) or sub-block (K-quants)
+// by its own factor, so a lane may only ever hold products of one
+// (sub-)block. In the activations' own order a 64-byte register holds
+// two blocks, and summing registers mixes them. So the activations of a
+// token group are first rearranged (the pack routines, once per call,
+// into scratch) so that in each of the four registers of a 256-element
+// super-block lane i holds four elements of (sub-)block u(i) — Q8_0 and
+// Q4_K: u(i) = i mod 8, two lanes per 32 elements; Q6_K: u(i) = i, one
+// lane per 16 — and the weight codes get the same permutation (VPERMI2D
+// from two registers each, blended: 4 outputs × 3 operations, shared by
+// the eight tokens). A token then costs four VPDPBUSD into one int32
+// register per super-block, a conversion, and two or three float
+// operations with per-lane scales, whatever the block type. The pack also
+// precomputes what a token's correction terms need (Q8_0: −128·Σx per
+// lane, the weights being w+128 unsigned; Q4_K: d_x·Σx per sub-block for
+// the mins; Q6_K: −32·Σx per sub-block for its offset) and d_x.
+//
+// Pack layout, per super-block (256 elements; Q8_0: eight blocks) and
+// token t of the group: its 256 permuted activations at 256·t; its
+// correction sixteen 32-bit values at 2048 + 64·t; Q4_K, Q6_K: d_x at
+// 2560 + 4·t (2624 bytes a super-block); Q8_0: the eight blocks' d_x
+// twice (lane i: block i mod 8) at 2560 + 64·t (3072 bytes).
+//
+// The kernels' registers: Z0–Z7 the tokens' float sums of the current
+// row, Z8–Z15 their integer sums of a super-block, Z16–Z19 the permuted
+// weight codes, Z22–Z25 the codes in their own order, Z26 the
+// permutation's temporary; DI the pack, SI the weights, R14 the row's
+// output for token 0 (token t's ldo·t floats after it).
+
+DATA vq4kMaskA<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA vq4kMaskA<>+8(SB)/8, $0x0f0f0f0f3f3f3f3f
+GLOBL vq4kMaskA<>(SB), RODATA|NOPTR, $16
+
+DATA vq4kShift<>+0(SB)/8, $0x0000000000000000
+DATA vq4kShift<>+8(SB)/8, $0x0000000400000000
+GLOBL vq4kShift<>(SB), RODATA|NOPTR, $16
+
+DATA vq4kMaskB<>+0(SB)/8, $0x3030303000000000
+DATA vq4kMaskB<>+8(SB)/8, $0x3030303000000000
+GLOBL vq4kMaskB<>(SB), RODATA|NOPTR, $16
+
+DATA vq6kShiftLo<>+0(SB)/8, $0x0004000400040004
+DATA vq6kShiftLo<>+8(SB)/8, $0x0004000400040004
+DATA vq6kShiftLo<>+16(SB)/8, $0x0004000400040004
+DATA vq6kShiftLo<>+24(SB)/8, $0x0004000400040004
+DATA vq6kShiftLo<>+32(SB)/8, $0x0002000200020002
+DATA vq6kShiftLo<>+40(SB)/8, $0x0002000200020002
+DATA vq6kShiftLo<>+48(SB)/8, $0x0002000200020002
+DATA vq6kShiftLo<>+56(SB)/8, $0x0002000200020002
+GLOBL vq6kShiftLo<>(SB), RODATA|NOPTR, $64
+
+DATA vq6kShiftHi<>+0(SB)/8, $0x0000000000000000
+DATA vq6kShiftHi<>+8(SB)/8, $0x0000000000000000
+DATA vq6kShiftHi<>+16(SB)/8, $0x0000000000000000
+DATA vq6kShiftHi<>+24(SB)/8, $0x0000000000000000
+DATA vq6kShiftHi<>+32(SB)/8, $0x0002000200020002
+DATA vq6kShiftHi<>+40(SB)/8, $0x0002000200020002
+DATA vq6kShiftHi<>+48(SB)/8, $0x0002000200020002
+DATA vq6kShiftHi<>+56(SB)/8, $0x0002000200020002
+GLOBL vq6kShiftHi<>(SB), RODATA|NOPTR, $64
+
+DATA vones16<>+0(SB)/8, $0x0001000100010001
+DATA vones16<>+8(SB)/8, $0x0001000100010001
+DATA vones16<>+16(SB)/8, $0x0001000100010001
+DATA vones16<>+24(SB)/8, $0x0001000100010001
+GLOBL vones16<>(SB), RODATA|NOPTR, $32
+
+DATA vpermNat8<>+0(SB)/8, $0x0000000800000000
+DATA vpermNat8<>+8(SB)/8, $0x0000001800000010
+DATA vpermNat8<>+16(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+24(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+32(SB)/8, $0x0000000900000001
+DATA vpermNat8<>+40(SB)/8, $0x0000001900000011
+DATA vpermNat8<>+48(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+56(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+64(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+72(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+80(SB)/8, $0x0000000800000000
+DATA vpermNat8<>+88(SB)/8, $0x0000001800000010
+DATA vpermNat8<>+96(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+104(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+112(SB)/8, $0x0000000900000001
+DATA vpermNat8<>+120(SB)/8, $0x0000001900000011
+DATA vpermNat8<>+128(SB)/8, $0x0000000a00000002
+DATA vpermNat8<>+136(SB)/8, $0x0000001a00000012
+DATA vpermNat8<>+144(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+152(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+160(SB)/8, $0x0000000b00000003
+DATA vpermNat8<>+168(SB)/8, $0x0000001b00000013
+DATA vpermNat8<>+176(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+184(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+192(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+200(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+208(SB)/8, $0x0000000a00000002
+DATA vpermNat8<>+216(SB)/8, $0x0000001a00000012
+DATA vpermNat8<>+224(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+232(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+240(SB)/8, $0x0000000b00000003
+DATA vpermNat8<>+248(SB)/8, $0x0000001b00000013
+DATA vpermNat8<>+256(SB)/8, $0x0000000c00000004
+DATA vpermNat8<>+264(SB)/8, $0x0000001c00000014
+DATA vpermNat8<>+272(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+280(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+288(SB)/8, $0x0000000d00000005
+DATA vpermNat8<>+296(SB)/8, $0x0000001d00000015
+DATA vpermNat8<>+304(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+312(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+320(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+328(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+336(SB)/8, $0x0000000c00000004
+DATA vpermNat8<>+344(SB)/8, $0x0000001c00000014
+DATA vpermNat8<>+352(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+360(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+368(SB)/8, $0x0000000d00000005
+DATA vpermNat8<>+376(SB)/8, $0x0000001d00000015
+DATA vpermNat8<>+384(SB)/8, $0x0000000e00000006
+DATA vpermNat8<>+392(SB)/8, $0x0000001e00000016
+DATA vpermNat8<>+400(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+408(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+416(SB)/8, $0x0000000f00000007
+DATA vpermNat8<>+424(SB)/8, $0x0000001f00000017
+DATA vpermNat8<>+432(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+440(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+448(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+456(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+464(SB)/8, $0x0000000e00000006
+DATA vpermNat8<>+472(SB)/8, $0x0000001e00000016
+DATA vpermNat8<>+480(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+488(SB)/8, $0x0000000000000000
+DATA vpermNat8<>+496(SB)/8, $0x0000000f00000007
+DATA vpermNat8<>+504(SB)/8, $0x0000001f00000017
+GLOBL vpermNat8<>(SB), RODATA|NOPTR, $512
+
+DATA vpermQ4K<>+0(SB)/8, $0x0000001000000000
+DATA vpermQ4K<>+8(SB)/8, $0x0000001800000008
+DATA vpermQ4K<>+16(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+24(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+32(SB)/8, $0x0000001100000001
+DATA vpermQ4K<>+40(SB)/8, $0x0000001900000009
+DATA vpermQ4K<>+48(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+56(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+64(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+72(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+80(SB)/8, $0x0000001000000000
+DATA vpermQ4K<>+88(SB)/8, $0x0000001800000008
+DATA vpermQ4K<>+96(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+104(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+112(SB)/8, $0x0000001100000001
+DATA vpermQ4K<>+120(SB)/8, $0x0000001900000009
+DATA vpermQ4K<>+128(SB)/8, $0x0000001200000002
+DATA vpermQ4K<>+136(SB)/8, $0x0000001a0000000a
+DATA vpermQ4K<>+144(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+152(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+160(SB)/8, $0x0000001300000003
+DATA vpermQ4K<>+168(SB)/8, $0x0000001b0000000b
+DATA vpermQ4K<>+176(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+184(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+192(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+200(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+208(SB)/8, $0x0000001200000002
+DATA vpermQ4K<>+216(SB)/8, $0x0000001a0000000a
+DATA vpermQ4K<>+224(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+232(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+240(SB)/8, $0x0000001300000003
+DATA vpermQ4K<>+248(SB)/8, $0x0000001b0000000b
+DATA vpermQ4K<>+256(SB)/8, $0x0000001400000004
+DATA vpermQ4K<>+264(SB)/8, $0x0000001c0000000c
+DATA vpermQ4K<>+272(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+280(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+288(SB)/8, $0x0000001500000005
+DATA vpermQ4K<>+296(SB)/8, $0x0000001d0000000d
+DATA vpermQ4K<>+304(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+312(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+320(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+328(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+336(SB)/8, $0x0000001400000004
+DATA vpermQ4K<>+344(SB)/8, $0x0000001c0000000c
+DATA vpermQ4K<>+352(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+360(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+368(SB)/8, $0x0000001500000005
+DATA vpermQ4K<>+376(SB)/8, $0x0000001d0000000d
+DATA vpermQ4K<>+384(SB)/8, $0x0000001600000006
+DATA vpermQ4K<>+392(SB)/8, $0x0000001e0000000e
+DATA vpermQ4K<>+400(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+408(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+416(SB)/8, $0x0000001700000007
+DATA vpermQ4K<>+424(SB)/8, $0x0000001f0000000f
+DATA vpermQ4K<>+432(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+440(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+448(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+456(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+464(SB)/8, $0x0000001600000006
+DATA vpermQ4K<>+472(SB)/8, $0x0000001e0000000e
+DATA vpermQ4K<>+480(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+488(SB)/8, $0x0000000000000000
+DATA vpermQ4K<>+496(SB)/8, $0x0000001700000007
+DATA vpermQ4K<>+504(SB)/8, $0x0000001f0000000f
+GLOBL vpermQ4K<>(SB), RODATA|NOPTR, $512
+
+DATA vpermNat16<>+0(SB)/8, $0x0000000400000000
+DATA vpermNat16<>+8(SB)/8, $0x0000000c00000008
+DATA vpermNat16<>+16(SB)/8, $0x0000001400000010
+DATA vpermNat16<>+24(SB)/8, $0x0000001c00000018
+DATA vpermNat16<>+32(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+40(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+48(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+56(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+64(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+72(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+80(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+88(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+96(SB)/8, $0x0000000400000000
+DATA vpermNat16<>+104(SB)/8, $0x0000000c00000008
+DATA vpermNat16<>+112(SB)/8, $0x0000001400000010
+DATA vpermNat16<>+120(SB)/8, $0x0000001c00000018
+DATA vpermNat16<>+128(SB)/8, $0x0000000500000001
+DATA vpermNat16<>+136(SB)/8, $0x0000000d00000009
+DATA vpermNat16<>+144(SB)/8, $0x0000001500000011
+DATA vpermNat16<>+152(SB)/8, $0x0000001d00000019
+DATA vpermNat16<>+160(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+168(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+176(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+184(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+192(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+200(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+208(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+216(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+224(SB)/8, $0x0000000500000001
+DATA vpermNat16<>+232(SB)/8, $0x0000000d00000009
+DATA vpermNat16<>+240(SB)/8, $0x0000001500000011
+DATA vpermNat16<>+248(SB)/8, $0x0000001d00000019
+DATA vpermNat16<>+256(SB)/8, $0x0000000600000002
+DATA vpermNat16<>+264(SB)/8, $0x0000000e0000000a
+DATA vpermNat16<>+272(SB)/8, $0x0000001600000012
+DATA vpermNat16<>+280(SB)/8, $0x0000001e0000001a
+DATA vpermNat16<>+288(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+296(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+304(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+312(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+320(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+328(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+336(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+344(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+352(SB)/8, $0x0000000600000002
+DATA vpermNat16<>+360(SB)/8, $0x0000000e0000000a
+DATA vpermNat16<>+368(SB)/8, $0x0000001600000012
+DATA vpermNat16<>+376(SB)/8, $0x0000001e0000001a
+DATA vpermNat16<>+384(SB)/8, $0x0000000700000003
+DATA vpermNat16<>+392(SB)/8, $0x0000000f0000000b
+DATA vpermNat16<>+400(SB)/8, $0x0000001700000013
+DATA vpermNat16<>+408(SB)/8, $0x0000001f0000001b
+DATA vpermNat16<>+416(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+424(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+432(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+440(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+448(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+456(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+464(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+472(SB)/8, $0x0000000000000000
+DATA vpermNat16<>+480(SB)/8, $0x0000000700000003
+DATA vpermNat16<>+488(SB)/8, $0x0000000f0000000b
+DATA vpermNat16<>+496(SB)/8, $0x0000001700000013
+DATA vpermNat16<>+504(SB)/8, $0x0000001f0000001b
+GLOBL vpermNat16<>(SB), RODATA|NOPTR, $512
+
+DATA vq4kScIdx<>+0(SB)/8, $0x0000000100000000
+DATA vq4kScIdx<>+8(SB)/8, $0x0000000300000002
+DATA vq4kScIdx<>+16(SB)/8, $0x0000000500000004
+DATA vq4kScIdx<>+24(SB)/8, $0x0000000700000006
+DATA vq4kScIdx<>+32(SB)/8, $0x0000000100000000
+DATA vq4kScIdx<>+40(SB)/8, $0x0000000300000002
+DATA vq4kScIdx<>+48(SB)/8, $0x0000000500000004
+DATA vq4kScIdx<>+56(SB)/8, $0x0000000700000006
+GLOBL vq4kScIdx<>(SB), RODATA|NOPTR, $64
+
+DATA vq4kMinIdx<>+0(SB)/8, $0x0000000900000008
+DATA vq4kMinIdx<>+8(SB)/8, $0x0000000b0000000a
+DATA vq4kMinIdx<>+16(SB)/8, $0x0000000d0000000c
+DATA vq4kMinIdx<>+24(SB)/8, $0x0000000f0000000e
+DATA vq4kMinIdx<>+32(SB)/8, $0x0000000900000008
+DATA vq4kMinIdx<>+40(SB)/8, $0x0000000b0000000a
+DATA vq4kMinIdx<>+48(SB)/8, $0x0000000d0000000c
+DATA vq4kMinIdx<>+56(SB)/8, $0x0000000f0000000e
+GLOBL vq4kMinIdx<>(SB), RODATA|NOPTR, $64
+
+DATA vq5kShift<>+0(SB)/8, $0x0004000400040004
+DATA vq5kShift<>+8(SB)/8, $0x0004000400040004
+DATA vq5kShift<>+16(SB)/8, $0x0004000400040004
+DATA vq5kShift<>+24(SB)/8, $0x0004000400040004
+DATA vq5kShift<>+32(SB)/8, $0x0002000200020002
+DATA vq5kShift<>+40(SB)/8, $0x0002000200020002
+DATA vq5kShift<>+48(SB)/8, $0x0002000200020002
+DATA vq5kShift<>+56(SB)/8, $0x0002000200020002
+DATA vq5kShift<>+64(SB)/8, $0x0003000300030003
+DATA vq5kShift<>+72(SB)/8, $0x0003000300030003
+DATA vq5kShift<>+80(SB)/8, $0x0003000300030003
+DATA vq5kShift<>+88(SB)/8, $0x0003000300030003
+DATA vq5kShift<>+96(SB)/8, $0x0001000100010001
+DATA vq5kShift<>+104(SB)/8, $0x0001000100010001
+DATA vq5kShift<>+112(SB)/8, $0x0001000100010001
+DATA vq5kShift<>+120(SB)/8, $0x0001000100010001
+DATA vq5kShift<>+128(SB)/8, $0x0000000000000000
+DATA vq5kShift<>+136(SB)/8, $0x0000000000000000
+DATA vq5kShift<>+144(SB)/8, $0x0000000000000000
+DATA vq5kShift<>+152(SB)/8, $0x0000000000000000
+DATA vq5kShift<>+160(SB)/8, $0x0002000200020002
+DATA vq5kShift<>+168(SB)/8, $0x0002000200020002
+DATA vq5kShift<>+176(SB)/8, $0x0002000200020002
+DATA vq5kShift<>+184(SB)/8, $0x0002000200020002
+DATA vq5kShift<>+192(SB)/8, $0x0001000100010001
+DATA vq5kShift<>+200(SB)/8, $0x0001000100010001
+DATA vq5kShift<>+208(SB)/8, $0x0001000100010001
+DATA vq5kShift<>+216(SB)/8, $0x0001000100010001
+DATA vq5kShift<>+224(SB)/8, $0x0003000300030003
+DATA vq5kShift<>+232(SB)/8, $0x0003000300030003
+DATA vq5kShift<>+240(SB)/8, $0x0003000300030003
+DATA vq5kShift<>+248(SB)/8, $0x0003000300030003
+GLOBL vq5kShift<>(SB), RODATA|NOPTR, $256
+
+DATA vq5kBit4<>+0(SB)/8, $0x1010101010101010
+DATA vq5kBit4<>+8(SB)/8, $0x1010101010101010
+DATA vq5kBit4<>+16(SB)/8, $0x1010101010101010
+DATA vq5kBit4<>+24(SB)/8, $0x1010101010101010
+DATA vq5kBit4<>+32(SB)/8, $0x1010101010101010
+DATA vq5kBit4<>+40(SB)/8, $0x1010101010101010
+DATA vq5kBit4<>+48(SB)/8, $0x1010101010101010
+DATA vq5kBit4<>+56(SB)/8, $0x1010101010101010
+GLOBL vq5kBit4<>(SB), RODATA|NOPTR, $64
+
+DATA vpermQ4_0<>+0(SB)/8, $0x0000000400000000
+DATA vpermQ4_0<>+8(SB)/8, $0x0000001400000010
+DATA vpermQ4_0<>+16(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+24(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+32(SB)/8, $0x0000000500000001
+DATA vpermQ4_0<>+40(SB)/8, $0x0000001500000011
+DATA vpermQ4_0<>+48(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+56(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+64(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+72(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+80(SB)/8, $0x0000000400000000
+DATA vpermQ4_0<>+88(SB)/8, $0x0000001400000010
+DATA vpermQ4_0<>+96(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+104(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+112(SB)/8, $0x0000000500000001
+DATA vpermQ4_0<>+120(SB)/8, $0x0000001500000011
+DATA vpermQ4_0<>+128(SB)/8, $0x0000000600000002
+DATA vpermQ4_0<>+136(SB)/8, $0x0000001600000012
+DATA vpermQ4_0<>+144(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+152(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+160(SB)/8, $0x0000000700000003
+DATA vpermQ4_0<>+168(SB)/8, $0x0000001700000013
+DATA vpermQ4_0<>+176(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+184(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+192(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+200(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+208(SB)/8, $0x0000000600000002
+DATA vpermQ4_0<>+216(SB)/8, $0x0000001600000012
+DATA vpermQ4_0<>+224(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+232(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+240(SB)/8, $0x0000000700000003
+DATA vpermQ4_0<>+248(SB)/8, $0x0000001700000013
+DATA vpermQ4_0<>+256(SB)/8, $0x0000000c00000008
+DATA vpermQ4_0<>+264(SB)/8, $0x0000001c00000018
+DATA vpermQ4_0<>+272(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+280(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+288(SB)/8, $0x0000000d00000009
+DATA vpermQ4_0<>+296(SB)/8, $0x0000001d00000019
+DATA vpermQ4_0<>+304(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+312(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+320(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+328(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+336(SB)/8, $0x0000000c00000008
+DATA vpermQ4_0<>+344(SB)/8, $0x0000001c00000018
+DATA vpermQ4_0<>+352(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+360(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+368(SB)/8, $0x0000000d00000009
+DATA vpermQ4_0<>+376(SB)/8, $0x0000001d00000019
+DATA vpermQ4_0<>+384(SB)/8, $0x0000000e0000000a
+DATA vpermQ4_0<>+392(SB)/8, $0x0000001e0000001a
+DATA vpermQ4_0<>+400(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+408(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+416(SB)/8, $0x0000000f0000000b
+DATA vpermQ4_0<>+424(SB)/8, $0x0000001f0000001b
+DATA vpermQ4_0<>+432(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+440(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+448(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+456(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+464(SB)/8, $0x0000000e0000000a
+DATA vpermQ4_0<>+472(SB)/8, $0x0000001e0000001a
+DATA vpermQ4_0<>+480(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+488(SB)/8, $0x0000000000000000
+DATA vpermQ4_0<>+496(SB)/8, $0x0000000f0000000b
+DATA vpermQ4_0<>+504(SB)/8, $0x0000001f0000001b
+GLOBL vpermQ4_0<>(SB), RODATA|NOPTR, $512
+
+// PERM4: output r (0…3) of the permutation tab of the four registers
+// a1, a2, b1, b2 into dst: VPERMI2D of (a1, a2) at tab's table A of r,
+// of (b1, b2) at table B, taking the lanes K1 selects from the second.
+#define PERM4(tab, a1, a2, b1, b2, r, dst) \
+	VMOVDQU64 tab<>+(128*r)(SB), dst; \
+	VPERMI2D a2, a1, dst; \
+	VMOVDQU64 tab<>+(128*r+64)(SB), Z26; \
+	VPERMI2D b2, b1, Z26; \
+	VPBLENDMD Z26, dst, K1, dst
+
+#define PERM4_ALL(tab) \
+	PERM4(tab, Z22, Z23, Z24, Z25, 0, Z16); \
+	PERM4(tab, Z22, Z23, Z24, Z25, 1, Z17); \
+	PERM4(tab, Z22, Z23, Z24, Z25, 2, Z18); \
+	PERM4(tab, Z22, Z23, Z24, Z25, 3, Z19)
+
+// VSTORE8: the eight float sums Z0–Z7 reduced to one float each and
+// stored for tokens 0–7 of the row at R14 (ldo from the frame at ldoarg).
+// Uses AX, BX, Y24.
+#define VSTORE8(ldoarg) \
+	VEXTRACTF64X4 $1, Z0, Y24; \
+	VADDPS Y24, Y0, Y0; \
+	VEXTRACTF64X4 $1, Z1, Y24; \
+	VADDPS Y24, Y1, Y1; \
+	VEXTRACTF64X4 $1, Z2, Y24; \
+	VADDPS Y24, Y2, Y2; \
+	VEXTRACTF64X4 $1, Z3, Y24; \
+	VADDPS Y24, Y3, Y3; \
+	VEXTRACTF64X4 $1, Z4, Y24; \
+	VADDPS Y24, Y4, Y4; \
+	VEXTRACTF64X4 $1, Z5, Y24; \
+	VADDPS Y24, Y5, Y5; \
+	VEXTRACTF64X4 $1, Z6, Y24; \
+	VADDPS Y24, Y6, Y6; \
+	VEXTRACTF64X4 $1, Z7, Y24; \
+	VADDPS Y24, Y7, Y7; \
+	VHADDPS Y1, Y0, Y0; \
+	VHADDPS Y3, Y2, Y2; \
+	VHADDPS Y2, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VHADDPS Y5, Y4, Y4; \
+	VHADDPS Y7, Y6, Y6; \
+	VHADDPS Y6, Y4, Y4; \
+	VEXTRACTF128 $1, Y4, X5; \
+	VADDPS X5, X4, X4; \
+	MOVQ ldoarg, AX; \
+	SHLQ $2, AX; \
+	VMOVSS X0, (R14); \
+	VEXTRACTPS $1, X0, (R14)(AX*1); \
+	VEXTRACTPS $2, X0, (R14)(AX*2); \
+	VMOVSS X4, (R14)(AX*4); \
+	LEAQ (R14)(AX*2), BX; \
+	VEXTRACTPS $3, X0, (BX)(AX*1); \
+	VEXTRACTPS $2, X4, (BX)(AX*4); \
+	LEAQ (BX)(AX*2), BX; \
+	VEXTRACTPS $1, X4, (BX)(AX*1); \
+	LEAQ (BX)(AX*2), BX; \
+	VEXTRACTPS $3, X4, (BX)(AX*1); \
+	ADDQ $4, R14
+
+#define VZERO_SUMS \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7
+
+// PACK_ACTS: one token's 256 activations at AX, permuted by tab, to R9;
+// the four permuted registers stay in Z16–Z19.
+#define PACK_ACTS(tab) \
+	VMOVDQU64 (AX), Z22; \
+	VMOVDQU64 64(AX), Z23; \
+	VMOVDQU64 128(AX), Z24; \
+	VMOVDQU64 192(AX), Z25; \
+	PERM4_ALL(tab); \
+	VMOVDQU64 Z16, (R9); \
+	VMOVDQU64 Z17, 64(R9); \
+	VMOVDQU64 Z18, 128(R9); \
+	VMOVDQU64 Z19, 192(R9)
+
+// func packQ8_0x8(dst *byte, q *int8, d *float32, nb int)
+// nb blocks a token (a multiple of 8), tokens 32·nb bytes apart.
+TEXT ·packQ8_0x8(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ q+8(FP), SI
+	MOVQ d+16(FP), DX
+	MOVQ nb+24(FP), R8
+	MOVQ R8, R10
+	SHLQ $2, R10
+	SHLQ $5, R8
+	MOVQ nb+24(FP), BX
+	SHRQ $3, BX
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z21
+	VPXORD Z20, Z20, Z20
+	MOVL $0xF0F0, AX
+	KMOVW AX, K1
+
+p80sb:
+	MOVQ SI, AX
+	MOVQ DX, R11
+	MOVQ DI, R9
+	LEAQ 2048(DI), R14
+	MOVQ $8, CX
+
+p80tok:
+	PACK_ACTS(vpermNat8)
+	VPXORD Z27, Z27, Z27
+	VPDPBUSD Z16, Z21, Z27
+	VPDPBUSD Z17, Z21, Z27
+	VPDPBUSD Z18, Z21, Z27
+	VPDPBUSD Z19, Z21, Z27
+	VPSUBD Z27, Z20, Z27
+	VMOVDQU64 Z27, (R14)
+	VMOVUPS (R11), Y27
+	VSHUFF64X2 $0x44, Z27, Z27, Z27
+	VMOVUPS Z27, 512(R14)
+	ADDQ R8, AX
+	ADDQ R10, R11
+	ADDQ $256, R9
+	ADDQ $64, R14
+	DECQ CX
+	JNE p80tok
+	ADDQ $256, SI
+	ADDQ $32, DX
+	ADDQ $3072, DI
+	DECQ BX
+	JNE p80sb
+	VZEROUPPER
+	RET
+
+// One token of a Q8_0 super-block: the integer sums start at −128·Σx
+// (the codes in Z16–Z19 are w+128), times d_w·d_x per lane (Z20: d_w).
+#define V80P_TOK(t, acc, facc) \
+	VMOVDQU64 (2048+64*t)(DI), acc; \
+	VPDPBUSD (256*t)(DI), Z16, acc; \
+	VPDPBUSD (256*t+64)(DI), Z17, acc; \
+	VPDPBUSD (256*t+128)(DI), Z18, acc; \
+	VPDPBUSD (256*t+192)(DI), Z19, acc; \
+	VCVTDQ2PS acc, acc; \
+	VMULPS Z20, acc, acc; \
+	VFMADD231PS (2560+64*t)(DI), acc, facc
+
+// func rows8Q8_0P(w *byte, p *byte, nb int, nrows int, out *float32, ldo int)
+// nb blocks a row, a multiple of 8; p packed by packQ8_0x8.
+TEXT ·rows8Q8_0P(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z21
+	MOVL $0xF0F0, AX
+	KMOVW AX, K1
+
+v80row:
+	MOVQ p+8(FP), DI
+	MOVQ nb+16(FP), CX
+	SHRQ $3, CX
+	VZERO_SUMS
+
+v80sb:
+	VMOVDQU64 2(SI), Y22
+	VINSERTI64X4 $1, 36(SI), Z22, Z22
+	VMOVDQU64 70(SI), Y23
+	VINSERTI64X4 $1, 104(SI), Z23, Z23
+	VMOVDQU64 138(SI), Y24
+	VINSERTI64X4 $1, 172(SI), Z24, Z24
+	VMOVDQU64 206(SI), Y25
+	VINSERTI64X4 $1, 240(SI), Z25, Z25
+	VPXORD Z21, Z22, Z22
+	VPXORD Z21, Z23, Z23
+	VPXORD Z21, Z24, Z24
+	VPXORD Z21, Z25, Z25
+	PERM4_ALL(vpermNat8)
+	MOVWLZX (SI), AX
+	VMOVD AX, X20
+	VPINSRW $1, 34(SI), X20, X20
+	VPINSRW $2, 68(SI), X20, X20
+	VPINSRW $3, 102(SI), X20, X20
+	VPINSRW $4, 136(SI), X20, X20
+	VPINSRW $5, 170(SI), X20, X20
+	VPINSRW $6, 204(SI), X20, X20
+	VPINSRW $7, 238(SI), X20, X20
+	VCVTPH2PS X20, Y20
+	VSHUFF64X2 $0x44, Z20, Z20, Z20
+	V80P_TOK(0, Z8, Z0)
+	V80P_TOK(1, Z9, Z1)
+	V80P_TOK(2, Z10, Z2)
+	V80P_TOK(3, Z11, Z3)
+	V80P_TOK(4, Z12, Z4)
+	V80P_TOK(5, Z13, Z5)
+	V80P_TOK(6, Z14, Z6)
+	V80P_TOK(7, Z15, Z7)
+	ADDQ $272, SI
+	ADDQ $3072, DI
+	DECQ CX
+	JNE v80sb
+	VSTORE8(ldo+40(FP))
+	DECQ nrows+24(FP)
+	JNE v80row
+	VZEROUPPER
+	RET
+
+// func packQ4Kx8(dst *byte, q *int8, d *float32, bsum *int16, nb int)
+// Q4_K's correction: d_x·(Σx over sub-block j) in lane j < 8 (the
+// sixteen sums paired), zero in lanes 8–15.
+TEXT ·packQ4Kx8(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ q+8(FP), SI
+	MOVQ d+16(FP), DX
+	MOVQ bsum+24(FP), R12
+	MOVQ nb+32(FP), R8
+	MOVQ R8, R10
+	SHLQ $2, R10
+	MOVQ R8, R13
+	SHLQ $5, R13
+	SHLQ $8, R8
+	VMOVDQU64 vones16<>(SB), Y21
+	MOVL $0xF0F0, AX
+	KMOVW AX, K1
+
+p4ksb:
+	MOVQ SI, AX
+	MOVQ DX, R11
+	MOVQ R12, BX
+	MOVQ DI, R9
+	LEAQ 2048(DI), R14
+	XORQ CX, CX
+
+p4ktok:
+	PACK_ACTS(vpermNat8)
+	VPMADDWD (BX), Y21, Y27
+	VCVTDQ2PS Y27, Y27
+	VMULPS.BCST (R11), Y27, Y27
+	VMOVUPS Z27, (R14)
+	VMOVSS (R11), X27
+	VMOVSS X27, 2560(DI)(CX*4)
+	ADDQ R8, AX
+	ADDQ R10, R11
+	ADDQ R13, BX
+	ADDQ $256, R9
+	ADDQ $64, R14
+	INCQ CX
+	CMPQ CX, $8
+	JNE p4ktok
+	ADDQ $256, SI
+	ADDQ $4, DX
+	ADDQ $32, R12
+	ADDQ $2624, DI
+	DECQ nb+32(FP)
+	JNE p4ksb
+	VZEROUPPER
+	RET
+
+// func packQ6Kx8(dst *byte, q *int8, d *float32, bsum *int16, nb int)
+// Q6_K's correction: −32·(Σx over sub-block j) in lane j.
+TEXT ·packQ6Kx8(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ q+8(FP), SI
+	MOVQ d+16(FP), DX
+	MOVQ bsum+24(FP), R12
+	MOVQ nb+32(FP), R8
+	MOVQ R8, R10
+	SHLQ $2, R10
+	MOVQ R8, R13
+	SHLQ $5, R13
+	SHLQ $8, R8
+	VPXORD Z20, Z20, Z20
+	MOVL $0xFF00, AX
+	KMOVW AX, K1
+
+p6ksb:
+	MOVQ SI, AX
+	MOVQ DX, R11
+	MOVQ R12, BX
+	MOVQ DI, R9
+	LEAQ 2048(DI), R14
+	XORQ CX, CX
+
+p6ktok:
+	PACK_ACTS(vpermNat16)
+	VPMOVSXWD (BX), Z27
+	VPSLLD $5, Z27, Z27
+	VPSUBD Z27, Z20, Z27
+	VMOVDQU64 Z27, (R14)
+	VMOVSS (R11), X27
+	VMOVSS X27, 2560(DI)(CX*4)
+	ADDQ R8, AX
+	ADDQ R10, R11
+	ADDQ R13, BX
+	ADDQ $256, R9
+	ADDQ $64, R14
+	INCQ CX
+	CMPQ CX, $8
+	JNE p6ktok
+	ADDQ $256, SI
+	ADDQ $4, DX
+	ADDQ $32, R12
+	ADDQ $2624, DI
+	DECQ nb+32(FP)
+	JNE p6ksb
+	VZEROUPPER
+	RET
+
+// Q4_K. V4KP_SCALES: the super-block at SI's eight 6-bit scales and mins
+// (ggml's get_scale_min_k4 on the dwords u0, u1, u2 of scales[12]:
+// scales 0–3 = u0 & 0x3f…, 4–7 = u2 & 0x0f… | (u0 >> 2) & 0x30…; mins
+// 0–3 = u1 & 0x3f…, 4–7 = u2 >> 4 & 0x0f… | (u1 >> 2) & 0x30…) as
+// floats: Z20 lane i = sc_(i mod 8)·d (the lanes' sub-blocks), Z21 lane
+// i = m_(i mod 8)·dmin.
+#define V4KP_SCALES \
+	VMOVDQU64 4(SI), X26; \
+	VPSHUFD $0x98, X26, X27; \
+	VPSRLVD vq4kShift<>(SB), X27, X27; \
+	VPANDD vq4kMaskA<>(SB), X27, X27; \
+	VPSHUFD $0x50, X26, X26; \
+	VPSRLD $2, X26, X26; \
+	VPANDD vq4kMaskB<>(SB), X26, X26; \
+	VPORD X26, X27, X27; \
+	VPMOVZXBD X27, Z27; \
+	VCVTDQ2PS Z27, Z27; \
+	VCVTPH2PS (SI), X26; \
+	VBROADCASTSS X26, Z31; \
+	VPERMPS Z27, Z29, Z20; \
+	VMULPS Z31, Z20, Z20; \
+	VMOVSHDUP X26, X26; \
+	VBROADCASTSS X26, Z31; \
+	VPERMPS Z27, Z30, Z21; \
+	VMULPS Z31, Z21, Z21
+
+// One token of a Q4_K super-block: Σ codes·x per lane, times sc·d, times
+// d_x, less Σ_j m_j·dmin·(d_x·Σx over sub-block j).
+#define V4KP_TOK(t, acc, facc) \
+	VPXORD acc, acc, acc; \
+	VPDPBUSD (256*t)(DI), Z16, acc; \
+	VPDPBUSD (256*t+64)(DI), Z17, acc; \
+	VPDPBUSD (256*t+128)(DI), Z18, acc; \
+	VPDPBUSD (256*t+192)(DI), Z19, acc; \
+	VCVTDQ2PS acc, acc; \
+	VMULPS Z20, acc, acc; \
+	VFMADD231PS.BCST (2560+4*t)(DI), acc, facc; \
+	VFNMADD231PS (2048+64*t)(DI), Z21, facc
+
+// func rows8Q4KP(w *byte, p *byte, nb int, nrows int, out *float32, ldo int)
+// The codes of chunks 0, 1 (qs[0:64]) give sub-blocks [0|2] (low
+// nibbles, Z22) and [1|3] (high, Z23), chunks 2, 3 [4|6] and [5|7]
+// (Z24, Z25): vpermQ4K permutes them as packQ4Kx8 the activations.
+TEXT ·rows8Q4KP(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z28
+	MOVL $0xF0F0, AX
+	KMOVW AX, K1
+	VMOVDQU64 vq4kScIdx<>(SB), Z29
+	VMOVDQU64 vq4kMinIdx<>(SB), Z30
+
+v4krow:
+	MOVQ p+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VZERO_SUMS
+
+v4ksb:
+	VMOVDQU64 16(SI), Z24
+	VPSRLW $4, Z24, Z23
+	VPANDD Z28, Z23, Z23
+	VPANDD Z28, Z24, Z22
+	VMOVDQU64 80(SI), Z27
+	VPSRLW $4, Z27, Z25
+	VPANDD Z28, Z25, Z25
+	VPANDD Z28, Z27, Z24
+	PERM4_ALL(vpermQ4K)
+	V4KP_SCALES
+	V4KP_TOK(0, Z8, Z0)
+	V4KP_TOK(1, Z9, Z1)
+	V4KP_TOK(2, Z10, Z2)
+	V4KP_TOK(3, Z11, Z3)
+	V4KP_TOK(4, Z12, Z4)
+	V4KP_TOK(5, Z13, Z5)
+	V4KP_TOK(6, Z14, Z6)
+	V4KP_TOK(7, Z15, Z7)
+	ADDQ $144, SI
+	ADDQ $2624, DI
+	DECQ CX
+	JNE v4ksb
+	VSTORE8(ldo+40(FP))
+	DECQ nrows+24(FP)
+	JNE v4krow
+	VZEROUPPER
+	RET
+
+// Q6_K, half h of the super-block at SI into Z22+2h (elements 128h…
+// 128h+63: ql[64h…] low nibbles, top bits from qh[32h…] bits 0–1 and
+// 2–3) and Z23+2h (128h+64…: high nibbles, bits 4–5 and 6–7): the qh
+// bytes in both 256-bit halves of Z27, word shifts Z29, Z30 bring the
+// bits to 4–5, Z28 masks them (0x30), Z21 the nibbles (0x0f).
+#define V6KP_HALF(h, lo, hi) \
+	VMOVDQU64 (64*h)(SI), Z26; \
+	VBROADCASTI64X4 (128+32*h)(SI), Z27; \
+	VPSLLVW Z29, Z27, Z31; \
+	VPANDD Z21, Z26, lo; \
+	VPTERNLOGD $0xF8, Z28, Z31, lo; \
+	VPSRLVW Z30, Z27, Z31; \
+	VPSRLW $4, Z26, hi; \
+	VPANDD Z21, hi, hi; \
+	VPTERNLOGD $0xF8, Z28, Z31, hi
+
+// One token of a Q6_K super-block: from −32·Σx per sub-block, Σ codes·x
+// per lane (sub-block), times sc·d, times d_x.
+#define V6KP_TOK(t, acc, facc) \
+	VMOVDQU64 (2048+64*t)(DI), acc; \
+	VPDPBUSD (256*t)(DI), Z16, acc; \
+	VPDPBUSD (256*t+64)(DI), Z17, acc; \
+	VPDPBUSD (256*t+128)(DI), Z18, acc; \
+	VPDPBUSD (256*t+192)(DI), Z19, acc; \
+	VCVTDQ2PS acc, acc; \
+	VMULPS Z20, acc, acc; \
+	VFMADD231PS.BCST (2560+4*t)(DI), acc, facc
+
+// func rows8Q6KP(w *byte, p *byte, nb int, nrows int, out *float32, ldo int)
+TEXT ·rows8Q6KP(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z21
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z28
+	VMOVDQU64 vq6kShiftLo<>(SB), Z29
+	VMOVDQU64 vq6kShiftHi<>(SB), Z30
+	MOVL $0xFF00, AX
+	KMOVW AX, K1
+
+v6krow:
+	MOVQ p+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VZERO_SUMS
+
+v6ksb:
+	V6KP_HALF(0, Z22, Z23)
+	V6KP_HALF(1, Z24, Z25)
+	PERM4_ALL(vpermNat16)
+	VPMOVSXBD 192(SI), Z20
+	VCVTDQ2PS Z20, Z20
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X27
+	VCVTPH2PS X27, X27
+	VBROADCASTSS X27, Z27
+	VMULPS Z27, Z20, Z20
+	V6KP_TOK(0, Z8, Z0)
+	V6KP_TOK(1, Z9, Z1)
+	V6KP_TOK(2, Z10, Z2)
+	V6KP_TOK(3, Z11, Z3)
+	V6KP_TOK(4, Z12, Z4)
+	V6KP_TOK(5, Z13, Z5)
+	V6KP_TOK(6, Z14, Z6)
+	V6KP_TOK(7, Z15, Z7)
+	ADDQ $210, SI
+	ADDQ $2624, DI
+	DECQ CX
+	JNE v6ksb
+	VSTORE8(ldo+40(FP))
+	DECQ nrows+24(FP)
+	JNE v6krow
+	VZEROUPPER
+	RET
+
+// Q5_K: Q4_K's layout with qh[32] at 16 and qs at 48; element 64c + l's
+// fifth bit (sub-block 2c) is bit 2c of qh[l], 64c + 32 + l's (2c+1) bit
+// 2c+1. The code registers [0|2], [1|3], [4|6], [5|7] take bits (0|2),
+// (1|3), (4|6), (5|7) of the qh bytes (both 256-bit halves of Z27),
+// brought to bit 4 by word shifts into Z26 (vq5kShift: left 4|2, left
+// 3|1, right 0|2, right 1|3: the bit kept never crosses a byte) and
+// merged by V5KP_BIT4.
+#define V5KP_BIT4(dst) \
+	VPTERNLOGD $0xF8, vq5kBit4<>(SB), Z26, dst
+
+// func rows8Q5KP(w *byte, p *byte, nb int, nrows int, out *float32, ldo int)
+// p packed by packQ4Kx8.
+TEXT ·rows8Q5KP(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z28
+	MOVL $0xF0F0, AX
+	KMOVW AX, K1
+	VMOVDQU64 vq4kScIdx<>(SB), Z29
+	VMOVDQU64 vq4kMinIdx<>(SB), Z30
+
+v5krow:
+	MOVQ p+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VZERO_SUMS
+
+v5ksb:
+	VBROADCASTI64X4 16(SI), Z27
+	VMOVDQU64 48(SI), Z24
+	VPSRLW $4, Z24, Z23
+	VPANDD Z28, Z23, Z23
+	VPANDD Z28, Z24, Z22
+	VPSLLVW vq5kShift<>+0(SB), Z27, Z26
+	V5KP_BIT4(Z22)
+	VPSLLVW vq5kShift<>+64(SB), Z27, Z26
+	V5KP_BIT4(Z23)
+	VMOVDQU64 112(SI), Z31
+	VPSRLW $4, Z31, Z25
+	VPANDD Z28, Z25, Z25
+	VPANDD Z28, Z31, Z24
+	VPSRLVW vq5kShift<>+128(SB), Z27, Z26
+	V5KP_BIT4(Z24)
+	VPSRLVW vq5kShift<>+192(SB), Z27, Z26
+	V5KP_BIT4(Z25)
+	PERM4_ALL(vpermQ4K)
+	V4KP_SCALES
+	V4KP_TOK(0, Z8, Z0)
+	V4KP_TOK(1, Z9, Z1)
+	V4KP_TOK(2, Z10, Z2)
+	V4KP_TOK(3, Z11, Z3)
+	V4KP_TOK(4, Z12, Z4)
+	V4KP_TOK(5, Z13, Z5)
+	V4KP_TOK(6, Z14, Z6)
+	V4KP_TOK(7, Z15, Z7)
+	ADDQ $176, SI
+	ADDQ $2624, DI
+	DECQ CX
+	JNE v5ksb
+	VSTORE8(ldo+40(FP))
+	DECQ nrows+24(FP)
+	JNE v5krow
+	VZEROUPPER
+	RET
+
+// Q4_0: eight blocks (d, qs[16]: low nibbles elements 0–15, high 16–31,
+// codes n−8) a super-block, packed as Q8_0's. V40P_PAIR puts blocks at
+// off and off+18 in dst as 16-byte units [lo, lo', hi, hi'], which
+// vpermQ4_0 permutes as packQ8_0x8 the activations. The codes stay
+// unsigned: the integer sums start at −8·Σx per lane (the pack's
+// −128·Σx, shifted right by 4: exact).
+#define V40P_PAIR(off, dst) \
+	VMOVDQU64 (off+2)(SI), X26; \
+	VINSERTI32X4 $1, (off+20)(SI), Y26, Y26; \
+	VPSRLW $4, Y26, Y27; \
+	VINSERTI64X4 $1, Y27, Z26, dst; \
+	VPANDD Z28, dst, dst
+
+#define V40P_TOK(t, acc, facc) \
+	VPSRAD $4, (2048+64*t)(DI), acc; \
+	VPDPBUSD (256*t)(DI), Z16, acc; \
+	VPDPBUSD (256*t+64)(DI), Z17, acc; \
+	VPDPBUSD (256*t+128)(DI), Z18, acc; \
+	VPDPBUSD (256*t+192)(DI), Z19, acc; \
+	VCVTDQ2PS acc, acc; \
+	VMULPS Z20, acc, acc; \
+	VFMADD231PS (2560+64*t)(DI), acc, facc
+
+// func rows8Q4_0P(w *byte, p *byte, nb int, nrows int, out *float32, ldo int)
+// nb blocks a row, a multiple of 8; p packed by packQ8_0x8.
+TEXT ·rows8Q4_0P(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z28
+	MOVL $0xF0F0, AX
+	KMOVW AX, K1
+
+v40row:
+	MOVQ p+8(FP), DI
+	MOVQ nb+16(FP), CX
+	SHRQ $3, CX
+	VZERO_SUMS
+
+v40sb:
+	V40P_PAIR(0, Z22)
+	V40P_PAIR(36, Z23)
+	V40P_PAIR(72, Z24)
+	V40P_PAIR(108, Z25)
+	PERM4_ALL(vpermQ4_0)
+	MOVWLZX (SI), AX
+	VMOVD AX, X20
+	VPINSRW $1, 18(SI), X20, X20
+	VPINSRW $2, 36(SI), X20, X20
+	VPINSRW $3, 54(SI), X20, X20
+	VPINSRW $4, 72(SI), X20, X20
+	VPINSRW $5, 90(SI), X20, X20
+	VPINSRW $6, 108(SI), X20, X20
+	VPINSRW $7, 126(SI), X20, X20
+	VCVTPH2PS X20, Y20
+	VSHUFF64X2 $0x44, Z20, Z20, Z20
+	V40P_TOK(0, Z8, Z0)
+	V40P_TOK(1, Z9, Z1)
+	V40P_TOK(2, Z10, Z2)
+	V40P_TOK(3, Z11, Z3)
+	V40P_TOK(4, Z12, Z4)
+	V40P_TOK(5, Z13, Z5)
+	V40P_TOK(6, Z14, Z6)
+	V40P_TOK(7, Z15, Z7)
+	ADDQ $144, SI
+	ADDQ $3072, DI
+	DECQ CX
+	JNE v40sb
+	VSTORE8(ldo+40(FP))
+	DECQ nrows+24(FP)
+	JNE v40row
+	VZEROUPPER
+	RET
