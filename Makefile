@@ -49,7 +49,7 @@ lint: ## gofmt + go vet (no third-party linters needed)
 bench: ## benchmarks: engine tokens/s vs roofline, pack and patch GB/s vs plain I/O, pull vs plain GET
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./format/... ./patch/... ./quant/... ./hub/... ./engine/... ./prep/...
 
-bench-llamacpp: ## the peer: llama.cpp (prebuilt, from npm) and the engine on the same TQ2_0 GGUF, alternating
+bench-llamacpp: ## the peer: llama.cpp (prebuilt, from npm) and the engine on the same TQ2_0, Q4_K_M, Q8_0 and F16 GGUFs, alternating (MODELS=, ROUNDS=)
 	./scripts/bench-llamacpp.sh
 
 cross: ## static linux/arm64 binary for the boards

@@ -76,63 +76,13 @@ func benchModel(b *testing.B, name string) string {
 
 // readBandwidth measures how fast `threads` cores read the model's own
 // weight bytes (already in the page cache): the roofline for decode, which
-// must stream every weight once per token.
+// must stream every weight once per token. The regions and the probe are
+// roofline.go's, which `edgectl bench` uses too (it tops small models up
+// to a buffer larger than the caches; these benchmarks read the weights
+// only).
 func readBandwidth(m *model, threads int) float64 {
-	var regions [][]byte
-	add := func(l linear) {
-		switch w := l.(type) {
-		case *ternLinear:
-			regions = append(regions, w.data)
-		case *floatRows:
-			regions = append(regions, w.raw)
-		case *q8Linear:
-			regions = append(regions, unsafeBytes(w.w))
-		case *quantLinear:
-			regions = append(regions, w.raw)
-		case *scaledLinear:
-			if t, ok := w.linear.(*ternLinear); ok {
-				regions = append(regions, t.data)
-			}
-		}
-	}
-	for _, L := range m.w.layers {
-		for _, w := range []linear{L.q, L.k, L.v, L.o, L.gate, L.up, L.down} {
-			add(w)
-		}
-	}
-	add(m.w.head)
-	return readRate(m.kern.readSum, regions, threads)
+	return readRate(m.kern.readSum, m.weightRegions(), threads)
 }
-
-// readRate is the best of three passes of threads cores reading regions
-// with readSum, each thread its share of every region, in bytes per second.
-func readRate(readSum func([]byte) uint64, regions [][]byte, threads int) float64 {
-	var total int64
-	for _, r := range regions {
-		total += int64(len(r))
-	}
-	best := 0.0
-	for range 3 {
-		start := time.Now()
-		var wg sync.WaitGroup
-		for t := range threads {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i, r := range regions {
-					// Each thread reads its share of every region.
-					lo, hi := len(r)*t/threads, len(r)*(t+1)/threads
-					sink[t*16] += readSum(r[lo:hi]) + uint64(i)
-				}
-			}()
-		}
-		wg.Wait()
-		best = max(best, float64(total)/time.Since(start).Seconds())
-	}
-	return best
-}
-
-var sink [64 * 16]uint64
 
 func peakRSS() float64 {
 	b, err := os.ReadFile("/proc/self/status")
@@ -191,10 +141,10 @@ func benchDecode(b *testing.B, name string) {
 		b.Fatal(err)
 	}
 	// Bytes touched per token: every weight once, plus the K and V rows
-	// of every cached position (float32; the benchmark cycles positions
-	// 4…256, so these average ~4% of the weights).
-	weights := float64(m.weightBytes())
-	kvRow := float64(2 * 4 * m.arch.layers * m.arch.kvHeads * m.arch.headDim)
+	// of every cached position (DecodeBytes; the benchmark cycles
+	// positions 4…256, so these average ~4% of the weights).
+	w0, _ := m.DecodeBytes(0)
+	weights := float64(w0)
 	var ratios, bws, all []float64
 	var cpu time.Duration
 	b.ResetTimer()
@@ -209,7 +159,8 @@ func benchDecode(b *testing.B, name string) {
 			if st.pos >= 256 {
 				st.truncate(4)
 			}
-			bytes += kvRow * float64(st.pos+1) / decodeSteps
+			_, kv := m.DecodeBytes(st.pos)
+			bytes += float64(kv) / decodeSteps
 			if _, err := st.forward(ctx, []int{((i*decodeSteps + j) * 7919) % m.arch.vocab}); err != nil {
 				b.Fatal(err)
 			}

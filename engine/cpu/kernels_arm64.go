@@ -212,6 +212,7 @@ func addSIMD(k *kernels, f cpuFeatures) {
 	useQuantNEON(k, sdot) // the GGUF block types (quant_arm64.go)
 	k.maxF32 = maxF32ARM64
 	k.expSubSum = expSubSumARM64
+	k.siluMul = siluMulByExp(expSubSumARM64)
 	k.sumSquares = sumSquaresARM64
 	k.scaleMul = scaleMulARM64
 	k.dotF32 = dotF32ARM64

@@ -2,8 +2,6 @@
 
 package cpu
 
-import "unsafe"
-
 //go:noescape
 func rows4Q8_0AVX2(w *byte, q *int8, d *float32, bsum *int16, nb int, nrows int, out *float32, ldo int)
 
@@ -35,36 +33,5 @@ func useQuantTiles(k *kernels, f cpuFeatures) {
 	q[typeQ6K].rowsN, q[typeQ6K].tokens = tileRows(rows4Q6KAVX2, 210, 256, 16, 4), 4
 	if f.avx512 && f.vnni {
 		useQuantVNNI(k)
-	}
-}
-
-// tileKernel is a multi-token kernel's signature: nrows rows of nb blocks
-// times `tokens` activation rows (q, d and bsum each back to back), token
-// t's product with row i at out[t·ldo + i]. bsum is read by the types
-// with offsets or mins.
-type tileKernel func(w *byte, q *int8, d *float32, bsum *int16, nb, nrows int, out *float32, ldo int)
-
-// tileRows wraps kern, over blocks of blockLen elements and blockBytes
-// bytes that read sums activation sums each, as a quantKernels.rowsN for
-// groups of tokens activation rows.
-func tileRows(kern tileKernel, blockBytes, blockLen, sums, tokens int) func([]byte, q8Blocks, []float32, int) {
-	return func(w []byte, x q8Blocks, out []float32, ldo int) {
-		nb := len(x.d) / tokens
-		nrows := len(out) - (tokens-1)*ldo
-		if nrows <= 0 {
-			return
-		}
-		if nb == 0 {
-			for t := range tokens {
-				clear(out[t*ldo : t*ldo+nrows])
-			}
-			return
-		}
-		_ = w[nrows*nb*blockBytes-1]
-		_ = x.q[tokens*nb*blockLen-1]
-		if sums > 0 {
-			_ = x.sum[tokens*nb*sums-1]
-		}
-		kern(unsafe.SliceData(w), unsafe.SliceData(x.q), unsafe.SliceData(x.d), unsafe.SliceData(x.sum), nb, nrows, unsafe.SliceData(out), ldo)
 	}
 }

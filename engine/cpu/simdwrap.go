@@ -73,6 +73,28 @@ func siluMulWith(kern func(g, u *float32, n int), width int, g, u []float32) {
 	siluMulGo(g[n:], u[n:len(g)])
 }
 
+// siluMulByExp makes a siluMul of an expSubSum kernel, for tables that
+// have a vector exp but no siluMul kernel: e^−g a chunk at a time into a
+// stack buffer, then the portable quotient (float32 division, not
+// float64 exp, per element).
+func siluMulByExp(expSubSum func(x []float32, mx float32) float32) func(g, u []float32) {
+	return func(g, u []float32) {
+		var e [256]float32
+		u = u[:len(g)]
+		for len(g) > 0 {
+			n := min(len(g), len(e))
+			for i, v := range g[:n] {
+				e[i] = -v
+			}
+			expSubSum(e[:n], 0)
+			for i, v := range g[:n] {
+				g[i] = v / (1 + e[i]) * u[i]
+			}
+			g, u = g[n:], u[n:]
+		}
+	}
+}
+
 // quantBlocksWith runs a kernel that writes q and bsum (not qp) on the
 // full 256-blocks and the portable code on a short last one; qp (only the
 // AVX-512 I2 kernels read it) is derived from q afterwards.
