@@ -16,7 +16,7 @@ type GenerateRequest struct {
 	Stream    *bool           `json:"stream,omitempty"`
 	KeepAlive *Duration       `json:"keep_alive,omitempty"`
 	Options   *Options        `json:"options,omitempty"`
-	Format    json.RawMessage `json:"format,omitempty"`
+	Format    json.RawMessage `json:"format,omitempty"` // "json" or a JSON schema (serve/format.go)
 	Images    []string        `json:"images,omitempty"`
 	Context   []int           `json:"context,omitempty"`
 	Think     json.RawMessage `json:"think,omitempty"`
@@ -30,7 +30,7 @@ type ChatRequest struct {
 	Stream    *bool           `json:"stream,omitempty"`
 	KeepAlive *Duration       `json:"keep_alive,omitempty"`
 	Options   *Options        `json:"options,omitempty"`
-	Format    json.RawMessage `json:"format,omitempty"`
+	Format    json.RawMessage `json:"format,omitempty"` // "json" or a JSON schema (serve/format.go)
 	Tools     json.RawMessage `json:"tools,omitempty"`
 	Think     json.RawMessage `json:"think,omitempty"`
 	OllamaLogprobsRequest

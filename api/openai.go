@@ -23,12 +23,15 @@ type ChatCompletionRequest struct {
 	MaxCompletionTokens *int          `json:"max_completion_tokens,omitempty"`
 	// TopLogprobs (0–20) goes with logprobs: true.
 	TopLogprobs *int `json:"top_logprobs,omitempty"`
-	// Refused until implemented (serve/fields.go says which values pass).
+	// ResponseFormat is {"type":"text"}, {"type":"json_object"} or
+	// {"type":"json_schema","json_schema":{"name","schema","strict"}}
+	// (serve/format.go reads it).
 	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
-	Tools          json.RawMessage `json:"tools,omitempty"`
-	ToolChoice     json.RawMessage `json:"tool_choice,omitempty"`
-	Functions      json.RawMessage `json:"functions,omitempty"`
-	FunctionCall   json.RawMessage `json:"function_call,omitempty"`
+	// Refused until implemented (serve/fields.go says which values pass).
+	Tools        json.RawMessage `json:"tools,omitempty"`
+	ToolChoice   json.RawMessage `json:"tool_choice,omitempty"`
+	Functions    json.RawMessage `json:"functions,omitempty"`
+	FunctionCall json.RawMessage `json:"function_call,omitempty"`
 	GenerationParams
 }
 

@@ -59,4 +59,7 @@ type UpstreamChatRequest struct {
 	RepeatPenalty *float64       `json:"repeat_penalty,omitempty"`
 	RepeatLastN   *int           `json:"repeat_last_n,omitempty"` // llama.cpp's server; -1: the whole context
 	Stop          []string       `json:"stop,omitempty"`
+	// ResponseFormat is OpenAI's response_format, forwarded as the client
+	// sent it (llama.cpp's server and Ollama's /v1 constrain output by it).
+	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
 }

@@ -12,6 +12,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -145,6 +146,21 @@ type Request struct {
 	// refuses these fields for other lanes with a 400 naming them.
 	Logprobs    bool
 	TopLogprobs int
+	// Format asks for structured output (nil: free text). The CPU engine
+	// applies it with a grammar mask (engine/grammar); an HTTP upstream is
+	// sent Format.ResponseFormat; serve refuses it for other lanes.
+	Format *Format
+}
+
+// Format is a request for structured output: the generated text is one
+// JSON document that validates against Schema (OpenAI's response_format
+// json_schema, Ollama's format with a schema), or any JSON object when
+// Schema is empty (json_object, Ollama's format "json").
+type Format struct {
+	Schema json.RawMessage
+	// ResponseFormat is the request as OpenAI's response_format spells it
+	// (an Ollama format translated), what an HTTP upstream is forwarded.
+	ResponseFormat json.RawMessage
 }
 
 // MaxTopLogprobs bounds Request.TopLogprobs (OpenAI's limit).

@@ -47,10 +47,7 @@ func notYet(field, what, instead string) error {
 	return &api.FieldError{Field: field, Msg: fmt.Sprintf("%s is not supported yet: %s; %s", field, what, instead)}
 }
 
-const (
-	whyStructured = "edgectl cannot constrain output to JSON or a schema (structured output is planned)"
-	whyTools      = "edgectl models do not call tools (tool calling is planned)"
-)
+const whyTools = "edgectl models do not call tools (tool calling is planned)"
 
 // short shows a raw value in an error, cut to a readable length.
 func short(raw json.RawMessage) string {
@@ -108,9 +105,10 @@ func checkChatCompletion(req *api.ChatCompletionRequest, maxTokens *int) error {
 	if _, _, err := chatLogprobsFields(req); err != nil {
 		return err
 	}
+	if _, err := chatFormat(req.ResponseFormat); err != nil { // serve/format.go
+		return err
+	}
 	switch {
-	case !rawIs(req.ResponseFormat, `{"type":"text"}`):
-		return notYet("response_format", whyStructured, `leave it out or send {"type":"text"}`)
 	case !rawIs(req.Tools, "[]"):
 		return notYet("tools", whyTools, "leave tools out")
 	case !rawIs(req.ToolChoice, `"none"`, `"auto"`):
@@ -224,13 +222,14 @@ func ollamaLogprobsFields(r api.OllamaLogprobsRequest) (bool, int, error) {
 	return r.Logprobs, top, nil
 }
 
-// checkOllamaCommon refuses format (JSON mode, schemas) and think; think
-// false asks for nothing (clients send it to turn thinking off) and passes.
+// checkOllamaCommon reads format (serve/format.go) and refuses think;
+// think false asks for nothing (clients send it to turn thinking off) and
+// passes.
 func checkOllamaCommon(format, think json.RawMessage) error {
-	switch {
-	case !rawIs(format, `""`):
-		return notYet("format", whyStructured, "leave it out")
-	case !rawIs(think, "false"):
+	if _, err := ollamaFormat(format); err != nil {
+		return err
+	}
+	if !rawIs(think, "false") {
 		return notYet("think", "edgectl does not separate a model's thinking from its answer", "leave it out")
 	}
 	return nil

@@ -19,8 +19,6 @@ func TestUnsupportedOpenAIFieldsAreRefused(t *testing.T) {
 	ts := tinyServer(t)
 	chat := `"model":"tinystories","max_tokens":2,"messages":[{"role":"user","content":"Once"}]`
 	for _, tc := range []struct{ field, extra string }{
-		{"response_format", `"response_format":{"type":"json_object"}`},
-		{"response_format", `"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}}`},
 		{"tools", `"tools":[{"type":"function","function":{"name":"f","parameters":{}}}]`},
 		{"tool_choice", `"tool_choice":"required"`},
 		{"tool_choice", `"tool_choice":{"type":"function","function":{"name":"f"}}`},
@@ -94,10 +92,12 @@ func TestOpenAIClientAndRefusedFields(t *testing.T) {
 	if err != nil || len(resp.Choices) != 1 || resp.Choices[0].Message.Content == "" {
 		t.Fatalf("plain request: %v %+v", err, resp)
 	}
+	// Structured output is implemented (format_test.go), but this model's
+	// vocabulary has no '{': a 400 says so rather than text that is not JSON.
 	_, err = ts.chat().New(context.Background(), openai.ChatCompletionNewParams{Model: "tinystories", Messages: msgs,
 		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}})
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "response_format" || !strings.Contains(apiErr.Message, "structured output") {
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, `no token of tinystories's vocabulary continues the JSON document: it needs "{"`) {
 		t.Errorf("json_object: %v", err)
 	}
 	_, err = ts.chat().New(context.Background(), openai.ChatCompletionNewParams{Model: "tinystories", Messages: msgs, TopLogprobs: openai.Int(2)})
@@ -115,8 +115,6 @@ func TestUnsupportedOllamaFieldsAreRefused(t *testing.T) {
 	chat := `"model":"tinystories","stream":false,"messages":[{"role":"user","content":"Once"}]`
 	threads := runtime.GOMAXPROCS(0)
 	for _, tc := range []struct{ path, body, want string }{
-		{"/api/generate", `{` + gen + `,"format":"json"}`, "format is not supported yet"},
-		{"/api/chat", `{` + chat + `,"format":{"type":"object","properties":{}}}`, "format is not supported yet"},
 		{"/api/generate", `{` + gen + `,"think":true}`, "think is not supported yet"},
 		{"/api/chat", `{` + chat + `,"think":"high"}`, "think is not supported yet"},
 		{"/api/chat", `{` + chat + `,"tools":[{"type":"function","function":{"name":"f"}}]}`, "tools is not supported yet"},

@@ -23,13 +23,18 @@ const (
 // laneField is one row of the table.
 type laneField struct {
 	name string // OpenAI's name; Ollama's is "options." + name
-	// toplevel: Ollama takes it beside options, not in them (logprobs).
+	// toplevel: Ollama takes it beside options, not in them (logprobs),
+	// under ollama when its name differs (format).
 	toplevel bool
+	ollama   string
 	// set reports whether req asks for the field; ollama says the request
 	// came through Ollama's options (where seed -1 means random: nothing).
 	set                 func(req engine.Request, ollama bool) bool
 	cpu, axcl, upstream string
 	why                 string // why a backend refuses it (the 400's advice)
+	// check, when set, validates the value for a backend that applies it
+	// (a schema the grammar cannot compile is a 400 naming the field).
+	check func(req engine.Request) error
 }
 
 const cpuOnly = "only the cpu lane implements it; leave it out"
@@ -61,6 +66,9 @@ var laneFields = []laneField{
 		cpu: Applied, axcl: Refused, upstream: Refused, why: cpuOnly},
 	{name: "presence_penalty", set: func(r engine.Request, _ bool) bool { return r.Sampling.PresencePenalty != 0 },
 		cpu: Applied, axcl: Refused, upstream: Refused, why: cpuOnly},
+	{name: "response_format", toplevel: true, ollama: "format", set: func(r engine.Request, _ bool) bool { return r.Format != nil },
+		cpu: Applied, axcl: Refused, upstream: Forwarded, check: checkFormat,
+		why: "the vendor runtime cannot constrain its output to JSON (structured output runs on the cpu lane and HTTP upstreams); leave it out"},
 }
 
 // backend is the engine that runs e: "cpu", "axcl" or "upstream".
@@ -72,6 +80,18 @@ func backend(e *Entry) string {
 		return e.Lane
 	}
 	return "upstream"
+}
+
+// field is the row's name in a request: OpenAI's, or Ollama's (prefix
+// "options.").
+func (f laneField) field(prefix string) string {
+	switch {
+	case prefix != "" && f.ollama != "":
+		return f.ollama
+	case f.toplevel:
+		return f.name
+	}
+	return prefix + f.name
 }
 
 func (f laneField) support(backend string) string {
@@ -100,12 +120,17 @@ func fieldSupport(e *Entry) map[string]string {
 func checkLaneFields(e *Entry, req engine.Request, prefix string) error {
 	b := backend(e)
 	for _, f := range laneFields {
-		if f.support(b) == Refused && f.set(req, prefix != "") {
-			field := prefix + f.name
-			if f.toplevel {
-				field = f.name
-			}
+		if !f.set(req, prefix != "") {
+			continue
+		}
+		field := f.field(prefix)
+		switch support := f.support(b); {
+		case support == Refused:
 			return &api.FieldError{Field: field, Msg: fmt.Sprintf("%s is not supported on the %s lane (%s runs there): %s", field, e.Lane, e.Name, f.why)}
+		case support == Applied && f.check != nil:
+			if err := f.check(req); err != nil {
+				return &api.FieldError{Field: field, Msg: field + ": " + err.Error()}
+			}
 		}
 	}
 	// The vendor runtime applies top_p and top_k, but one at a time

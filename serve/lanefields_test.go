@@ -22,6 +22,7 @@ import (
 var laneFieldValues = map[string]string{
 	"temperature": `0.5`, "top_p": `0.9`, "top_k": `5`, "repeat_penalty": `1.3`, "repeat_last_n": `32`,
 	"min_p": `0.1`, "seed": `7`, "logprobs": `true`, "frequency_penalty": `0.5`, "presence_penalty": `0.5`,
+	"response_format": `{"type":"string","maxLength":3}`, // Ollama's format: a schema tinystories can spell
 }
 
 // What GET /v1/models says of each field is what a request sending it
@@ -75,8 +76,10 @@ func TestModelsFieldsMatchWhatRequestsGet(t *testing.T) {
 			}
 			seen[m.ID+" "+support] = true
 			body := fmt.Sprintf(`{"model":%q,"stream":false,"messages":[{"role":"user","content":"hi"}],"options":{"num_predict":2,%q:%s}}`, m.ID, field, val)
-			if field == "logprobs" {
-				body = fmt.Sprintf(`{"model":%q,"stream":false,"messages":[{"role":"user","content":"hi"}],"options":{"num_predict":2},"logprobs":true}`, m.ID)
+			name := field // as Ollama spells it
+			if f := laneFieldNamed(field); f.toplevel {
+				name = f.field("options.")
+				body = fmt.Sprintf(`{"model":%q,"stream":false,"messages":[{"role":"user","content":"hi"}],"options":{"num_predict":2},%q:%s}`, m.ID, name, val)
 			}
 			mu.Lock()
 			lastBody = nil
@@ -84,7 +87,7 @@ func TestModelsFieldsMatchWhatRequestsGet(t *testing.T) {
 			code, _, resp := post(t, ts.URL+"/api/chat", body)
 			switch support {
 			case Refused:
-				if code != http.StatusBadRequest || !strings.Contains(string(resp), field+" is not supported") {
+				if code != http.StatusBadRequest || !strings.Contains(string(resp), name+" is not supported") {
 					t.Errorf("%s %s: /v1/models says refused, the request got %d %s", m.ID, field, code, resp)
 				}
 			case Applied, Forwarded:
@@ -111,6 +114,16 @@ func TestModelsFieldsMatchWhatRequestsGet(t *testing.T) {
 	}
 }
 
+// laneFieldNamed is the row of laneFields named name.
+func laneFieldNamed(name string) laneField {
+	for _, f := range laneFields {
+		if f.name == name {
+			return f
+		}
+	}
+	return laneField{}
+}
+
 // docs/serve.md's table of fields per lane is laneFields, rendered.
 func TestLaneFieldsDocTable(t *testing.T) {
 	doc, err := os.ReadFile("../docs/serve.md")
@@ -126,7 +139,11 @@ func TestLaneFieldsDocTable(t *testing.T) {
 	var want strings.Builder
 	want.WriteString("| field | cpu | axcl (NPU) | upstream |\n|---|---|---|---|\n")
 	for _, f := range laneFields {
-		fmt.Fprintf(&want, "| `%s` | %s | %s | %s |\n", f.name, f.cpu, f.axcl, f.upstream)
+		name := "`" + f.name + "`"
+		if f.ollama != "" {
+			name += " (Ollama `" + f.ollama + "`)"
+		}
+		fmt.Fprintf(&want, "| %s | %s | %s | %s |\n", name, f.cpu, f.axcl, f.upstream)
 	}
 	if got := s[i+len(begin) : j]; got != want.String() {
 		t.Errorf("docs/serve.md lane-fields table is out of date; replace it with:\n%s", want.String())

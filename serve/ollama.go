@@ -111,6 +111,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ereq.Logprobs, ereq.TopLogprobs, err = ollamaLogprobsFields(req.OllamaLogprobsRequest)
 	}
+	ereq.Format, _ = ollamaFormat(req.Format) // checked above
 	if err != nil {
 		s.ollamaFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
@@ -154,6 +155,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ereq.Logprobs, ereq.TopLogprobs, err = ollamaLogprobsFields(req.OllamaLogprobsRequest)
 	}
+	ereq.Format, _ = ollamaFormat(req.Format) // checked above
 	if err != nil {
 		s.ollamaFail(w, r, req.Model, http.StatusBadRequest, err)
 		return

@@ -78,6 +78,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	ereq := engine.Request{AddGenerationPrompt: true, Stop: req.Stop,
 		Sampling: sampling(req.Temperature, req.TopP, req.MinP, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty, req.TopK, nil, req.Seed)}
 	ereq.Logprobs, ereq.TopLogprobs, _ = chatLogprobsFields(&req) // checked above
+	ereq.Format, _ = chatFormat(req.ResponseFormat)               // checked above
 	for i, m := range req.Messages {
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool":

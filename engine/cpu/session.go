@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/grammar"
 	"github.com/edgectl/edgectl/engine/sample"
 	"github.com/edgectl/edgectl/format/chattemplate"
 )
@@ -80,6 +81,12 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 		return res, fmt.Errorf("empty prompt: nothing to generate from")
 	}
 	res.PromptTokens = len(ids)
+	var con *grammar.Matcher // structured output: a grammar masks each token
+	if req.Format != nil {
+		if con, err = grammar.ForRequest(req.Format, s.m.tok, s.m.arch.eos); err != nil {
+			return res, err
+		}
+	}
 	ctxLen := s.m.arch.ctx
 	if len(ids) >= ctxLen {
 		return res, fmt.Errorf("%w: the prompt is %d tokens and the context window is %d; shorten the conversation or load the model with a larger context length",
@@ -128,7 +135,17 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 		if req.Logprobs { // from the raw logits, before Sample changes them
 			lps = sample.NewLogprobs(logits, min(req.TopLogprobs, engine.MaxTopLogprobs), lps)
 		}
+		if con != nil && sample.Mask(logits, con.Allowed()) == 0 {
+			res.DecodeDuration = time.Since(decodeStart)
+			return res, fmt.Errorf("%w: structured output: no token of %s's vocabulary continues the JSON document: it needs %s; this model cannot write such documents",
+				engine.ErrInvalidRequest, s.m.info.Name, con.Expected())
+		}
 		id := smp.Sample(logits, history)
+		if con != nil {
+			if err := con.Accept(id); err != nil { // the mask allowed it: cannot fail
+				return res, err
+			}
+		}
 		if eos[id] {
 			res.FinishReason = engine.FinishStop
 			break
@@ -147,7 +164,7 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 			res.DecodeDuration = time.Since(decodeStart)
 			return res, err
 		}
-		if stop {
+		if stop || con != nil && con.Done() { // a stop string, or a complete document
 			res.FinishReason = engine.FinishStop
 			break
 		}

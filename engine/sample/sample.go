@@ -6,6 +6,7 @@ package sample
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -169,6 +170,49 @@ func (p *Sampler) Penalize(logits []float32, history []int) {
 		logits[id] -= float32(n)*float32(p.freq) + float32(p.pres)
 	}
 }
+
+// Mask sets the logits of the tokens allowed leaves out to −Inf, so no
+// sampler (greedy included) picks them: bit id%64 of allowed[id/64] allows
+// token id, and ids past the mask (a padded embedding's rows) are left
+// out. It returns how many tokens stay allowed; 0 leaves nothing to
+// sample. Penalties and temperature keep −Inf as it is. A grammar fills
+// the mask (engine/grammar.Matcher.Allowed).
+func Mask(logits []float32, allowed []uint64) int {
+	inf := float32(math.Inf(-1))
+	n := 0
+	for w, word := range allowed {
+		base := w * 64
+		if base >= len(logits) {
+			break
+		}
+		row := logits[base:min(base+64, len(logits))]
+		if len(row) < 64 {
+			word &= 1<<len(row) - 1
+		}
+		n += bits.OnesCount64(word)
+		if word == 0 {
+			copy(row, negInf[:])
+			continue
+		}
+		for out := ^word; out != 0; out &= out - 1 { // the disallowed ids
+			if i := bits.TrailingZeros64(out); i < len(row) {
+				row[i] = inf
+			}
+		}
+	}
+	for i := len(allowed) * 64; i < len(logits); i++ {
+		logits[i] = inf
+	}
+	return n
+}
+
+// negInf is a row of −Inf for Mask to copy (memmove beats a store loop).
+var negInf = func() (r [64]float32) {
+	for i := range r {
+		r[i] = float32(math.Inf(-1))
+	}
+	return r
+}()
 
 // Argmax returns the index of the largest logit (the lowest index on ties).
 func Argmax(logits []float32) int {

@@ -64,6 +64,13 @@ func (m *Model) body(req engine.Request) ([]byte, int, error) {
 	if b.Model == "" {
 		b.Model = m.cfg.Name
 	}
+	if req.Format != nil {
+		if m.cfg.SingleMessage { // main_api_* reads no response_format: it would be ignored
+			return nil, 0, fmt.Errorf("%w: response_format is not supported by upstream %q (a single_message server cannot constrain its output to JSON); leave it out",
+				engine.ErrInvalidRequest, m.cfg.Name)
+		}
+		b.ResponseFormat = req.Format.ResponseFormat
+	}
 	dropped := 0
 	if m.cfg.SingleMessage {
 		// main_api_* reads one {role, content} object: the conversation is
