@@ -67,8 +67,9 @@ type LoadOptions struct {
 	// mapped file pages measured several times slower on the VMs edgectl is
 	// benchmarked on; see docs/engine.md). EDGECTL_MMAP=1 also sets it.
 	Mmap bool
-	// Head is the CPU engine's in-memory LM head: "q8" (int8 per row),
-	// "float" (as stored), or "" (q8 for ternary models, float otherwise;
+	// Head is the CPU engine's in-memory LM head: "q4" (4-bit blocks,
+	// Q4_K), "q8" (int8 per row), "float" (as stored), or "" (q8 for
+	// ternary models, float otherwise;
 	// EDGECTL_HEAD overrides the default).
 	Head string
 }

@@ -140,7 +140,10 @@ func TestGenerateBothLogFormats(t *testing.T) {
 					t.Errorf("text %q", text)
 				}
 				if res.FinishReason != engine.FinishStop || res.TTFT != 12340*time.Microsecond ||
-					res.Extra["npu_reported_tps"] != 34.04 || res.CompletionTokens < 3 || res.PromptTokens < 2 {
+					res.Extra["npu_reported_tps"] != 34.04 || res.CompletionTokens < 1 || res.PromptTokens < 2 {
+					// Without a tokenizer the count is of the pieces read
+					// from the PTY (token_count: approximate), and a loaded
+					// machine coalesces the fake's 2 ms-apart pieces.
 					t.Errorf("result %+v", res)
 				}
 			}

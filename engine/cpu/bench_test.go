@@ -111,8 +111,8 @@ func loadBench(b *testing.B, name string) *model {
 	}
 	// Reset the peak-RSS counter (VmHWM) so each benchmark reports its own.
 	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-	p := name // a .gguf file (the llama.cpp fixtures), else a generated model
-	if strings.HasSuffix(name, ".gguf") {
+	p := name // a model file (the llama.cpp fixtures, bench12Model's), else a generated 2B model
+	if strings.HasSuffix(name, ".gguf") || strings.HasSuffix(name, ".h1b") {
 		if _, err := os.Stat(p); err != nil {
 			b.Skipf("benchmark model absent: %v", err)
 		}

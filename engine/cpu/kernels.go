@@ -114,6 +114,10 @@ type ternKernels struct {
 	rows   func(rows []byte, q []int8, total int32, xs float32, scale, out []float32)
 	dot4x2 func(rows []byte, stride int, q []int8, k int, totals []int32, out *[8]int32)
 	dot4x4 func(group []byte, q []int8, k int, totals []int32, out *[16]int32)
+	// rows4 (Sherry in its file layout; sherry_kernels.go) is prefill's
+	// rows: out[4r+t] = Σ w·q of row r and activation row t, for the
+	// len(out)/4 consecutive rows and four activation rows k apart in q.
+	rows4 func(rows []byte, q []int8, k int, totals []int32, out []int32)
 }
 
 // q8Kernels are the int8 head's (q8Linear) products: dot is Σ w·x over one
@@ -143,6 +147,7 @@ func newKernels(f cpuFeatures) *kernels {
 			typeTQ1H:   {dot: base3Dot},
 			typeSherry: {dot: sherryDot},
 			typeI2:     {dot: i2DotGo},
+			typeB3:     {dot: b3DotGo}, // base3.go; the SIMD tables add rows
 			// typeI2x4: no portable kernels; repack writes it only for
 			// tables that have them (hasI2x4).
 		},

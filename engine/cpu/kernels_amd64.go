@@ -125,6 +125,8 @@ func addSIMD(k *kernels, f cpuFeatures) {
 	k.siluMul = siluMulGlueAVX2 // 8 lanes suffice: ~1% of a token's work
 	useQuantTiles(k, f)         // quant_tile_amd64.go: the block types' prefill kernels
 	useGemm(k, f)
+	useBase3(k, f) // base3_amd64.go: the B3 rows
+	useSherry(k, f)
 	if !f.avx512 {
 		useGlueAVX2(k)
 		return

@@ -210,6 +210,8 @@ func addSIMD(k *kernels, f cpuFeatures) {
 	// tq2DotGo.
 	k.tern[typeTQ2].blockDot = tq2DotFromBlockSums(tq2K)
 	useQuantNEON(k, sdot) // the GGUF block types (quant_arm64.go)
+	useBase3(k, f)        // base3_arm64.go: the B3 rows
+	useSherry(k, f)
 	k.maxF32 = maxF32ARM64
 	k.expSubSum = expSubSumARM64
 	k.siluMul = siluMulByExp(expSubSumARM64)

@@ -52,23 +52,23 @@ func (a *arena) Close() error {
 	return nil
 }
 
-// headQ8 says the LM head is held as an int8 per-row copy: head (see
-// settings) "q8" says yes, "float" (the file's dtype) no, and by default
-// models whose layers are ternary get it — their activations are int8
-// already, and for BitNet-2B the F16 tied head is 55% of the bytes a
-// decode step reads — and others keep the float head.
-func (m *model) headQ8(head string) bool {
+// headForm is the form a float LM head is held in: head (see settings)
+// "q4" (4-bit blocks, head4.go), "q8" (int8 per row) or "float" (the
+// file's dtype) as asked, and by default ternaryHead for models whose
+// layers are ternary — for BitNet-2B the F16 tied head is 55% of the
+// bytes a decode step reads — and float for others.
+func (m *model) headForm(head string) string {
 	switch head {
-	case "q8":
-		return true
-	case "float":
-		return false
+	case "q4", "q8", "float":
+		return head
 	}
 	if len(m.w.layers) == 0 {
-		return false
+		return "float"
 	}
-	_, tern := m.w.layers[0].gate.(*ternLinear)
-	return tern
+	if _, tern := m.w.layers[0].gate.(*ternLinear); tern {
+		return ternaryHead
+	}
+	return "float"
 }
 
 // place moves every weight matrix of m into anonymous memory (unless
@@ -97,7 +97,7 @@ func (m *model) place(set settings) {
 		case *ternLinear:
 			r := w
 			if !set.nativePacking {
-				r = repack(w, m.mem, i2x4)
+				r = repackFor(m.kern, w, m.mem, i2x4)
 			}
 			if r != w {
 				if !w.owned {
@@ -115,9 +115,10 @@ func (m *model) place(set settings) {
 		done[l] = out
 		return out
 	}
-	if f, ok := m.w.head.(*floatRows); ok && m.headQ8(set.head) {
-		q := quantizeHead(f, m.mem)
+	if f, ok := m.w.head.(*floatRows); ok && m.headForm(set.head) != "float" {
+		q := compactHead(f, m.headForm(set.head), m.mem)
 		m.w.head = q
+		done[q] = q // built in the arena already
 		if m.w.embed == f {
 			// Lookups read one row per token: the file mapping will do.
 			done[f] = f

@@ -119,8 +119,8 @@ func decodeRow(kind string, row []byte, dst []int8) {
 			dst[i] = halo2Weights[row[i/4]][i%4]
 		}
 	case "tq1h":
-		for i := range k {
-			dst[i] = base3Weights[row[i/5]][i%5]
+		for i := 0; i < k; i += 5 {
+			copy(dst[i:min(i+5, k)], base3Weights[row[i/5]][:])
 		}
 	case "sherry":
 		for g := 0; g < k/4; g++ {
@@ -167,6 +167,39 @@ func blockScales(kind string, row []byte, nb int) []float32 {
 	return d
 }
 
+// repackFor is the layout the load gives ternary matrix l for the kernel
+// table k: base-3 matrices stay at their own 1.6 bits in B3 where k reads
+// it (base3.go), everything else goes through repack.
+func repackFor(k *kernels, l *ternLinear, mem *arena, i2x4 bool) *ternLinear {
+	if k.readsB3() {
+		if b := repackB3(l, mem); b != nil {
+			return b
+		}
+	}
+	return repack(l, mem, i2x4)
+}
+
+// rowScales returns the one scale of each row of l: its own (.h1b), or
+// the d that every block of a TQ row shares; nil where a row's blocks
+// differ (K a multiple of 256).
+func rowScales(l *ternLinear) []float32 {
+	if l.rowScale != nil {
+		return l.rowScale
+	}
+	nb := l.c / 256
+	scales := make([]float32, l.r)
+	for r := range l.r {
+		d := blockScales(l.kind, l.data[r*l.rowBytes:(r+1)*l.rowBytes], nb)
+		for _, v := range d {
+			if v != d[0] {
+				return nil
+			}
+		}
+		scales[r] = d[0]
+	}
+	return scales
+}
+
 // repack returns l in the I2 layout when every row has one scale (else
 // TQ1_0 becomes TQ2_0, exactly, for its SIMD kernel), or l itself. With
 // i2x4 (the kernels exist and the settings allow it), a matrix whose rows
@@ -176,23 +209,7 @@ func repack(l *ternLinear, mem *arena, i2x4 bool) *ternLinear {
 		return l
 	}
 	nb := l.c / 256
-	scales := l.rowScale
-	if l.rowScale == nil { // block-scaled: are the rows uniform?
-		scales = make([]float32, l.r)
-		for r := range l.r {
-			d := blockScales(l.kind, l.data[r*l.rowBytes:(r+1)*l.rowBytes], nb)
-			for _, v := range d {
-				if v != d[0] {
-					scales = nil
-					break
-				}
-			}
-			if scales == nil {
-				break
-			}
-			scales[r] = d[0]
-		}
-	}
+	scales := rowScales(l)
 	w := make([]int8, l.c)
 	if scales == nil {
 		if l.kind != "TQ1_0" {

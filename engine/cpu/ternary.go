@@ -13,7 +13,7 @@ import (
 // 256-block for the block-scaled GGUF types), then one float multiply by
 // the weight scale and the activation scale. Nothing is expanded to floats.
 type ternLinear struct {
-	kind     string   // TQ2_0, TQ1_0, sherry, halo2, tq1h, I2, I2x4
+	kind     string   // TQ2_0, TQ1_0, sherry, halo2, tq1h, I2, I2x4, B3
 	typ      ternType // kind as the kernel table indexes it
 	data     []byte   // rows × rowBytes, usually an mmapped view
 	rowBytes int
@@ -41,6 +41,12 @@ func (l *ternLinear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 	k, nb := a.k, (a.k+255)/256
 	tk := &a.kern.tern[l.typ]
 	switch {
+	case l.kind == "B3":
+		l.mulB3(out, ldo, a, r0, r1) // base3.go
+		return
+	case l.kind == "sherry" && tk.rows != nil:
+		l.mulSherry(out, ldo, a, r0, r1) // sherry_kernels.go
+		return
 	case l.kind == "I2" && tk.dot4 != nil && a.n >= 4,
 		l.kind == "I2x4" && a.n >= 4:
 		l.mulI2x4(out, ldo, a, r0, r1)
@@ -265,11 +271,12 @@ const (
 	typeSherry
 	typeI2
 	typeI2x4
+	typeB3
 	numTernTypes
 )
 
 // ternKinds are the packings' names (ternLinear.kind), by ternType.
-var ternKinds = [numTernTypes]string{"TQ2_0", "TQ1_0", "halo2", "tq1h", "sherry", "I2", "I2x4"}
+var ternKinds = [numTernTypes]string{"TQ2_0", "TQ1_0", "halo2", "tq1h", "sherry", "I2", "I2x4", "B3"}
 
 // rowBytesFor is the packed size of one K-wide row.
 func rowBytesFor(kind string, k int) int {
@@ -286,15 +293,17 @@ func rowBytesFor(kind string, k int) int {
 		return k * 5 / 32
 	case "I2", "I2x4":
 		return k / 256 * i2Block
+	case "B3":
+		return (k + b3Chunk - 1) / b3Chunk * 64
 	}
 	return 0
 }
 
 // row is where row r starts, as its type's row kernels read it: for I2x4
-// from its first block to the end of its group of four (its blocks lie
-// 4·64 bytes apart).
+// and B3 from its first block to the end of its group of four (its 64-byte
+// blocks lie 4·64 bytes apart).
 func (l *ternLinear) row(r int) []byte {
-	if l.kind == "I2x4" {
+	if l.kind == "I2x4" || l.kind == "B3" {
 		return l.data[i2x4Offset(r, l.rowBytes/i2Block) : (r/4+1)*4*l.rowBytes]
 	}
 	return l.data[r*l.rowBytes : (r+1)*l.rowBytes]
