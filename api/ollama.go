@@ -32,7 +32,10 @@ type ChatRequest struct {
 	Options   *Options        `json:"options,omitempty"`
 	Format    json.RawMessage `json:"format,omitempty"` // "json" or a JSON schema (serve/format.go)
 	Tools     json.RawMessage `json:"tools,omitempty"`
-	Think     json.RawMessage `json:"think,omitempty"`
+	// ToolChoice is OpenAI's tool_choice, an edgectl extension (Ollama
+	// has none: its models decide).
+	ToolChoice json.RawMessage `json:"tool_choice,omitempty"`
+	Think      json.RawMessage `json:"think,omitempty"`
 	OllamaLogprobsRequest
 }
 
@@ -56,14 +59,29 @@ type OllamaLogprob struct {
 	TopLogprobs []OllamaTopLogprob `json:"top_logprobs,omitempty"`
 }
 
-// Message is one Ollama chat turn. Content null is read as "".
+// Message is one Ollama chat turn. Content null is read as "". A tool
+// turn names the function it answers in ToolName.
 type Message struct {
-	Role      string          `json:"role"`
-	Content   string          `json:"content"`
-	Thinking  string          `json:"thinking,omitempty"`
-	Images    []string        `json:"images,omitempty"`
-	ToolCalls json.RawMessage `json:"tool_calls,omitempty"`
-	ToolName  string          `json:"tool_name,omitempty"`
+	Role      string           `json:"role"`
+	Content   string           `json:"content"`
+	Thinking  string           `json:"thinking,omitempty"`
+	Images    []string         `json:"images,omitempty"`
+	ToolCalls []OllamaToolCall `json:"tool_calls,omitempty"`
+	ToolName  string           `json:"tool_name,omitempty"`
+}
+
+// OllamaToolCall is one function call of an assistant turn; unlike
+// OpenAI's, its arguments are a JSON object, not text.
+type OllamaToolCall struct {
+	ID       string             `json:"id,omitempty"`
+	Function OllamaFunctionCall `json:"function"`
+}
+
+// OllamaFunctionCall is a call's function. Arguments is a JSON object.
+type OllamaFunctionCall struct {
+	Index     int             `json:"index"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
 }
 
 // Options are the model options Ollama requests carry: the ones edgectl

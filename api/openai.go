@@ -27,9 +27,15 @@ type ChatCompletionRequest struct {
 	// {"type":"json_schema","json_schema":{"name","schema","strict"}}
 	// (serve/format.go reads it).
 	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
-	// Refused until implemented (serve/fields.go says which values pass).
-	Tools        json.RawMessage `json:"tools,omitempty"`
-	ToolChoice   json.RawMessage `json:"tool_choice,omitempty"`
+	// Tools are [{"type":"function","function":{"name","description",
+	// "parameters"}}]; ToolChoice is "none", "auto", "required" or
+	// {"type":"function","function":{"name":…}} (serve/tools.go reads
+	// them).
+	Tools      json.RawMessage `json:"tools,omitempty"`
+	ToolChoice json.RawMessage `json:"tool_choice,omitempty"`
+	// ParallelToolCalls false: at most one tool call per answer.
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+	// Refused (the deprecated spelling of tools): serve/fields.go.
 	Functions    json.RawMessage `json:"functions,omitempty"`
 	FunctionCall json.RawMessage `json:"function_call,omitempty"`
 	GenerationParams
@@ -76,11 +82,44 @@ type StreamOptions struct {
 	IncludeUsage bool `json:"include_usage,omitempty"`
 }
 
-// ChatMessage is one OpenAI chat message.
+// ChatMessage is one OpenAI chat message: an assistant turn may carry the
+// tool calls it made, a tool turn the id of the call it answers.
 type ChatMessage struct {
-	Role    string  `json:"role"`
-	Content Content `json:"content"`
-	Name    string  `json:"name,omitempty"`
+	Role       string     `json:"role"`
+	Content    Content    `json:"content"`
+	Name       string     `json:"name,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is one function call of an assistant message.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // function
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a call's function; Arguments is JSON text (as the
+// model wrote it: clients parse it, and should expect it may not parse).
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolCallDelta is a streamed piece of a tool call: a call's first piece
+// has its index, id, type and name (arguments ""), the next ones the same
+// index and the next text of its arguments, which clients concatenate.
+type ToolCallDelta struct {
+	Index    int           `json:"index"`
+	ID       string        `json:"id,omitempty"`
+	Type     string        `json:"type,omitempty"`
+	Function FunctionDelta `json:"function"`
+}
+
+// FunctionDelta is a ToolCallDelta's function part.
+type FunctionDelta struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 // Content is a message's content: a string, an array of text parts, or
@@ -191,10 +230,25 @@ type TopLogprob struct {
 	Bytes   []int   `json:"bytes"`
 }
 
-// ResponseMessage is the assistant's message.
+// ResponseMessage is the assistant's message. Content is null when the
+// answer is only tool calls, as OpenAI sends it.
 type ResponseMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string     `json:"role"`
+	Content   string     `json:"content"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// MarshalJSON writes content null for an answer of tool calls only.
+func (m ResponseMessage) MarshalJSON() ([]byte, error) {
+	type plain ResponseMessage
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		return json.Marshal(plain(m))
+	}
+	return json.Marshal(struct {
+		Role      string     `json:"role"`
+		Content   *string    `json:"content"`
+		ToolCalls []ToolCall `json:"tool_calls"`
+	}{m.Role, nil, m.ToolCalls})
 }
 
 // ChatCompletionChunk is one SSE event of a streamed chat answer. No field
@@ -219,8 +273,9 @@ type ChunkChoice struct {
 
 // Delta is the new part of the message.
 type Delta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 // Completion is a /v1/completions answer (object text_completion); its

@@ -8,10 +8,12 @@ import "encoding/json"
 type UpstreamChunk struct {
 	Choices []struct {
 		Delta *struct {
-			Content *string `json:"content"`
+			Content   *string            `json:"content"`
+			ToolCalls []UpstreamToolCall `json:"tool_calls"`
 		} `json:"delta"`
 		Message *struct {
-			Content *string `json:"content"`
+			Content   *string            `json:"content"`
+			ToolCalls []UpstreamToolCall `json:"tool_calls"`
 		} `json:"message"`
 		Text         *string `json:"text"`
 		FinishReason *string `json:"finish_reason"`
@@ -19,6 +21,18 @@ type UpstreamChunk struct {
 	Usage   *UpstreamUsage  `json:"usage"`
 	Timings *LlamaTimings   `json:"timings"`
 	Error   json.RawMessage `json:"error"` // an object, a string, or absent
+}
+
+// UpstreamToolCall is a tool call in an upstream's answer: a streamed
+// piece (index, and the first piece's id and name; arguments text to
+// concatenate) or, in a whole message, the call.
+type UpstreamToolCall struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"` // text; an object from Ollama-like servers
+	} `json:"function"`
 }
 
 // UpstreamUsage is usage with FastFlowLM's extra fields (seconds and tok/s).
@@ -62,4 +76,9 @@ type UpstreamChatRequest struct {
 	// ResponseFormat is OpenAI's response_format, forwarded as the client
 	// sent it (llama.cpp's server and Ollama's /v1 constrain output by it).
 	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
+	// Tools and ToolChoice are forwarded as the client sent them: the
+	// upstream server does tool calling.
+	Tools             json.RawMessage `json:"tools,omitempty"`
+	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
 }

@@ -151,7 +151,52 @@ type Request struct {
 	// applies it with a grammar mask (engine/grammar); an HTTP upstream is
 	// sent Format.ResponseFormat; serve refuses it for other lanes.
 	Format *Format
+	// Tools offers functions the model may call (nil: none). The CPU
+	// engine renders them through the chat template and, when a call is
+	// required, constrains the answer to one (engine/toolcall); an HTTP
+	// upstream is sent them; serve refuses them for other lanes.
+	Tools *Tools
 }
+
+// Tools are the functions a request offers and how the model may use them.
+type Tools struct {
+	// Defs is the tools array as the client sent it, OpenAI's shape
+	// (Ollama's is the same): [{"type":"function","function":{"name",
+	// "description","parameters"}}]. It is the chat template's `tools`.
+	Defs json.RawMessage
+	// Choice is ToolAuto, ToolNone, ToolRequired or ToolFunction (Name).
+	Choice string
+	Name   string
+	// RawChoice is tool_choice as the client sent it (nil: absent), what
+	// an HTTP upstream is forwarded.
+	RawChoice json.RawMessage
+	// One: at most one call per answer (OpenAI's parallel_tool_calls
+	// false); later calls are dropped, an upstream is sent the field.
+	One bool
+}
+
+// Tool choices (OpenAI's tool_choice).
+const (
+	ToolAuto     = "auto"     // the model decides (the default)
+	ToolNone     = "none"     // no tools offered, no calls parsed
+	ToolRequired = "required" // the answer is a call to one of the tools
+	ToolFunction = "function" // the answer is a call to Tools.Name
+)
+
+// Offered reports whether the model is shown tools (nil-safe).
+func (t *Tools) Offered() bool { return t != nil && t.Choice != ToolNone }
+
+// Forced reports whether the answer must be a tool call (nil-safe).
+func (t *Tools) Forced() bool {
+	return t != nil && (t.Choice == ToolRequired || t.Choice == ToolFunction)
+}
+
+// ToolCall is one function call: chat history's, or one a backend parsed
+// itself (Token.ToolCalls).
+type ToolCall = chattemplate.ToolCall
+
+// FunctionCall is a ToolCall's function and arguments.
+type FunctionCall = chattemplate.FunctionCall
 
 // Format is a request for structured output: the generated text is one
 // JSON document that validates against Schema (OpenAI's response_format
@@ -200,6 +245,10 @@ type Token struct {
 	// one Token may carry several entries, or entries and no text. Tokens
 	// cut by a stop string are left out.
 	Logprobs []TokenLogprob
+	// ToolCalls are calls the backend parsed itself (an HTTP upstream's
+	// tool_calls), whole. The CPU engine writes calls as text, which serve
+	// parses (engine/toolcall).
+	ToolCalls []ToolCall
 }
 
 // Logprob is one token's log-probability. Bytes are the token's own bytes,
@@ -221,6 +270,8 @@ type TokenLogprob struct {
 const (
 	FinishStop   = "stop"   // eos token or stop string
 	FinishLength = "length" // MaxTokens or the context limit
+	// FinishToolCalls: the answer ends with tool calls (serve sets it).
+	FinishToolCalls = "tool_calls"
 )
 
 // Result reports how a generation went: what serve turns into usage,

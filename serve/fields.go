@@ -47,7 +47,7 @@ func notYet(field, what, instead string) error {
 	return &api.FieldError{Field: field, Msg: fmt.Sprintf("%s is not supported yet: %s; %s", field, what, instead)}
 }
 
-const whyTools = "edgectl models do not call tools (tool calling is planned)"
+const whyFunctions = "functions and function_call are OpenAI's deprecated spelling of tools"
 
 // short shows a raw value in an error, cut to a readable length.
 func short(raw json.RawMessage) string {
@@ -108,15 +108,14 @@ func checkChatCompletion(req *api.ChatCompletionRequest, maxTokens *int) error {
 	if _, err := chatFormat(req.ResponseFormat); err != nil { // serve/format.go
 		return err
 	}
+	if _, err := chatTools(req.Tools, req.ToolChoice); err != nil { // serve/tools.go
+		return err
+	}
 	switch {
-	case !rawIs(req.Tools, "[]"):
-		return notYet("tools", whyTools, "leave tools out")
-	case !rawIs(req.ToolChoice, `"none"`, `"auto"`):
-		return notYet("tool_choice", whyTools, `leave it out or send "none"`)
 	case !rawIs(req.Functions, "[]"):
-		return notYet("functions", whyTools, "leave functions out")
+		return notYet("functions", whyFunctions, "send them as tools")
 	case !rawIs(req.FunctionCall, `"none"`, `"auto"`):
-		return notYet("function_call", whyTools, `leave it out or send "none"`)
+		return notYet("function_call", whyFunctions, "send tools and tool_choice")
 	}
 	return nil
 }

@@ -19,9 +19,6 @@ func TestUnsupportedOpenAIFieldsAreRefused(t *testing.T) {
 	ts := tinyServer(t)
 	chat := `"model":"tinystories","max_tokens":2,"messages":[{"role":"user","content":"Once"}]`
 	for _, tc := range []struct{ field, extra string }{
-		{"tools", `"tools":[{"type":"function","function":{"name":"f","parameters":{}}}]`},
-		{"tool_choice", `"tool_choice":"required"`},
-		{"tool_choice", `"tool_choice":{"type":"function","function":{"name":"f"}}`},
 		{"functions", `"functions":[{"name":"f"}]`},
 		{"function_call", `"function_call":{"name":"f"}`},
 		{"n", `"n":2`},
@@ -56,6 +53,10 @@ func TestUnsupportedOpenAIFieldsAreRefused(t *testing.T) {
 		{"/v1/completions", `"logprobs":21`, "logprobs", `field "logprobs" = 21 is out of range: want an integer from 0 to 20`},
 		{"/v1/completions", `"logprobs":1.5`, "logprobs", "out of range"},
 		{"/v1/completions", `"logprobs":true`, "logprobs", "out of range"},
+		// Tools need a chat template that shows them (tools_test.go has more).
+		{"/v1/chat/completions", `"tools":[{"type":"function","function":{"name":"f","parameters":{}}}]`, "tools", "tinystories:latest has no chat template, so it cannot be shown tools"},
+		{"/v1/chat/completions", `"tool_choice":"required"`, "tool_choice", `tool_choice "required" needs tools to choose from`},
+		{"/v1/chat/completions", `"tool_choice":{"type":"function","function":{"name":"f"}}`, "tool_choice", "needs tools to choose from"},
 	} {
 		body := `{` + chat + `,` + tc.extra + `}`
 		if tc.path == "/v1/completions" {
@@ -117,7 +118,7 @@ func TestUnsupportedOllamaFieldsAreRefused(t *testing.T) {
 	for _, tc := range []struct{ path, body, want string }{
 		{"/api/generate", `{` + gen + `,"think":true}`, "think is not supported yet"},
 		{"/api/chat", `{` + chat + `,"think":"high"}`, "think is not supported yet"},
-		{"/api/chat", `{` + chat + `,"tools":[{"type":"function","function":{"name":"f"}}]}`, "tools is not supported yet"},
+		{"/api/chat", `{` + chat + `,"tools":[{"type":"function","function":{"name":"f"}}]}`, "tools: tinystories:latest has no chat template"},
 		{"/api/generate", `{` + gen + `,"suffix":"end"}`, "suffix is not supported yet"},
 		{"/api/generate", `{` + gen + `,"template":"{{ .Prompt }}"}`, "template is not supported yet"},
 		{"/api/generate", `{` + gen + `,"context":[1,2,3]}`, "context is not supported yet"},

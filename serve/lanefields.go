@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/edgectl/edgectl/api"
@@ -69,6 +70,11 @@ var laneFields = []laneField{
 	{name: "response_format", toplevel: true, ollama: "format", set: func(r engine.Request, _ bool) bool { return r.Format != nil },
 		cpu: Applied, axcl: Refused, upstream: Forwarded, check: checkFormat,
 		why: "the vendor runtime cannot constrain its output to JSON (structured output runs on the cpu lane and HTTP upstreams); leave it out"},
+	// tool_choice "none" offers nothing (tools.go): it passes everywhere,
+	// and an upstream is forwarded it.
+	{name: "tools", toplevel: true, set: func(r engine.Request, _ bool) bool { return r.Tools.Offered() },
+		cpu: Applied, axcl: Refused, upstream: Forwarded, check: checkTools,
+		why: "the vendor runtime cannot call tools (tool calling runs on the cpu lane and HTTP upstreams); leave tools out or send tool_choice \"none\""},
 }
 
 // backend is the engine that runs e: "cpu", "axcl" or "upstream".
@@ -128,7 +134,10 @@ func checkLaneFields(e *Entry, req engine.Request, prefix string) error {
 		case support == Refused:
 			return &api.FieldError{Field: field, Msg: fmt.Sprintf("%s is not supported on the %s lane (%s runs there): %s", field, e.Lane, e.Name, f.why)}
 		case support == Applied && f.check != nil:
-			if err := f.check(req); err != nil {
+			var fe *api.FieldError
+			if err := f.check(req); errors.As(err, &fe) { // names its own field
+				return fe
+			} else if err != nil {
 				return &api.FieldError{Field: field, Msg: field + ": " + err.Error()}
 			}
 		}

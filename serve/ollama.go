@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/engine/toolcall"
 	"github.com/edgectl/edgectl/internal/version"
 )
 
@@ -74,8 +75,9 @@ type ollamaRun struct {
 	req          engine.Request
 	opts         *api.Options // checked against the model: num_thread, num_ctx
 	// line builds one NDJSON object: a text piece (with its tokens'
-	// log-probabilities when asked for), or the final one.
-	line func(text string, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any
+	// log-probabilities when asked for), tool calls (chat), or the final
+	// one.
+	line func(text string, calls []api.OllamaToolCall, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +129,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	model := req.Model
 	s.ollamaGenerate(w, r, ollamaRun{route: route, model: model, ka: keepAlive(req.KeepAlive), stream: req.Stream == nil || *req.Stream,
-		empty: req.Prompt == "" && req.System == "", req: ereq, opts: req.Options, line: func(text string, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any {
+		empty: req.Prompt == "" && req.System == "", req: ereq, opts: req.Options, line: func(text string, _ []api.OllamaToolCall, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any {
 			return api.GenerateResponse{Model: model, CreatedAt: time.Now().UTC(), Response: text, Logprobs: lps, Done: done, DoneReason: reason, Timings: t}
 		}})
 }
@@ -144,8 +146,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := checkOllamaCommon(req.Format, req.Think)
-	if err == nil && !rawIs(req.Tools, "[]") {
-		err = notYet("tools", whyTools, "leave tools out")
+	var tools *engine.Tools
+	if err == nil {
+		tools, err = ollamaTools(req.Tools, req.ToolChoice) // serve/tools.go
 	}
 	if err != nil {
 		s.ollamaFail(w, r, req.Model, http.StatusBadRequest, err)
@@ -156,6 +159,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		ereq.Logprobs, ereq.TopLogprobs, err = ollamaLogprobsFields(req.OllamaLogprobsRequest)
 	}
 	ereq.Format, _ = ollamaFormat(req.Format) // checked above
+	ereq.Tools = tools
 	if err != nil {
 		s.ollamaFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
@@ -171,13 +175,18 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			s.ollamaFail(w, r, req.Model, http.StatusBadRequest, errors.New("images are not supported: edgectl serves text models"))
 			return
 		}
-		ereq.Messages = append(ereq.Messages, engine.Message{Role: m.Role, Content: m.Content})
+		em, err := ollamaMessage(i, m) // serve/tools.go
+		if err != nil {
+			s.ollamaFail(w, r, req.Model, http.StatusBadRequest, err)
+			return
+		}
+		ereq.Messages = append(ereq.Messages, em)
 	}
 	ereq.AddGenerationPrompt = true
 	model := req.Model
 	s.ollamaGenerate(w, r, ollamaRun{route: route, model: model, ka: keepAlive(req.KeepAlive), stream: req.Stream == nil || *req.Stream,
-		empty: len(req.Messages) == 0, req: ereq, opts: req.Options, line: func(text string, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any {
-			return api.ChatResponse{Model: model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: text},
+		empty: len(req.Messages) == 0, req: ereq, opts: req.Options, line: func(text string, calls []api.OllamaToolCall, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any {
+			return api.ChatResponse{Model: model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: text, ToolCalls: calls},
 				Logprobs: lps, Done: done, DoneReason: reason, Timings: t}
 		}})
 }
@@ -198,7 +207,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 		if o.ka != nil && *o.ka == 0 {
 			s.sched.Unload(e)
 			note(r, o.model, http.StatusOK)
-			writeJSON(w, http.StatusOK, o.line("", nil, true, api.DoneUnload, api.Timings{}))
+			writeJSON(w, http.StatusOK, o.line("", nil, nil, true, api.DoneUnload, api.Timings{}))
 			return
 		}
 		l, err := s.sched.Preload(r.Context(), e, o.ka)
@@ -207,7 +216,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 			return
 		}
 		note(r, o.model, http.StatusOK)
-		writeJSON(w, http.StatusOK, o.line("", nil, true, api.DoneLoad, api.Timings{
+		writeJSON(w, http.StatusOK, o.line("", nil, nil, true, api.DoneLoad, api.Timings{
 			TotalDuration: int64(time.Since(start)), LoadDuration: int64(l.LoadDuration)}))
 		return
 	}
@@ -221,6 +230,12 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 		s.ollamaFail(w, r, o.model, http.StatusBadRequest, err)
 		return
 	}
+	tf, err := leaseTools(e, l, o.req) // the format tool calls are parsed in (serve/tools.go)
+	if err != nil {
+		s.ollamaFail(w, r, o.model, http.StatusBadRequest, err)
+		return
+	}
+	ts := newToolStream(tf, o.req.Tools)
 	req := prepare(l, o.req)
 	if o.route == "/api/generate" && req.Prompt != "" && len(o.req.Messages) > 0 {
 		// generate on a template-less model: the prompt is plain text to
@@ -234,18 +249,36 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 
 	nw := &ndjsonWriter{w: w, rc: http.NewResponseController(w)}
 	var text strings.Builder
+	var calls []api.OllamaToolCall
 	var lps []engine.TokenLogprob
 	emit := func(t engine.Token) error {
-		return nw.send(o.line(t.Text, ollamaLogprobs(t.Logprobs), false, "", api.Timings{}))
+		if ts.plain(t) {
+			return nw.send(o.line(t.Text, nil, ollamaLogprobs(t.Logprobs), false, "", api.Timings{}))
+		}
+		piece, cs := ollamaPieces(ts.push(t)) // a call goes out whole (serve/tools.go)
+		if piece == "" && len(cs) == 0 && len(t.Logprobs) == 0 {
+			return nil
+		}
+		return nw.send(o.line(piece, cs, ollamaLogprobs(t.Logprobs), false, "", api.Timings{}))
 	}
 	if !o.stream {
 		emit = func(t engine.Token) error {
-			text.WriteString(t.Text)
+			piece, cs := ollamaPieces(ts.push(t))
+			text.WriteString(piece)
+			calls = append(calls, cs...)
 			lps = append(lps, t.Logprobs...)
 			return nil
 		}
 	}
 	res, err := s.run(r.Context(), l, req, emit)
+	if err == nil { // the end of the answer: text held back, a call cut short
+		if piece, cs := ollamaPieces(ts.flush()); !o.stream {
+			text.WriteString(piece)
+			calls = append(calls, cs...)
+		} else if piece != "" || len(cs) > 0 {
+			err = nw.send(o.line(piece, cs, nil, false, "", api.Timings{}))
+		}
+	}
 	err = numCtxError(o.opts, err)
 	if err != nil {
 		code := httpStatus(err)
@@ -271,10 +304,10 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 	}
 	note(r, o.model, http.StatusOK)
 	if !o.stream {
-		writeJSON(w, http.StatusOK, o.line(text.String(), ollamaLogprobs(lps), true, res.FinishReason, t))
+		writeJSON(w, http.StatusOK, o.line(text.String(), calls, ollamaLogprobs(lps), true, res.FinishReason, t))
 		return
 	}
-	nw.send(o.line("", nil, true, res.FinishReason, t))
+	nw.send(o.line("", nil, nil, true, res.FinishReason, t))
 }
 
 func details(e *Entry, info engine.ModelInfo, loaded bool) api.ModelDetails {
@@ -370,8 +403,12 @@ func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
 		mi["general.parameter_count"] = info.Parameters
 		mi[arch+".vocab_size"] = info.VocabSize
 	}
+	caps := []string{"completion"}
+	if loaded && backend(e) == "cpu" && toolcall.Detect(info.ChatTemplate) != toolcall.None {
+		caps = append(caps, "tools") // what Ollama's clients check before sending tools
+	}
 	writeJSON(w, http.StatusOK, api.ShowResponse{Template: info.ChatTemplate, Details: details(e, info, loaded), ModelInfo: mi,
-		Capabilities: []string{"completion"}, ModifiedAt: e.Modified.UTC()})
+		Capabilities: caps, ModifiedAt: e.Modified.UTC()})
 }
 
 func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {

@@ -79,6 +79,10 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		Sampling: sampling(req.Temperature, req.TopP, req.MinP, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty, req.TopK, nil, req.Seed)}
 	ereq.Logprobs, ereq.TopLogprobs, _ = chatLogprobsFields(&req) // checked above
 	ereq.Format, _ = chatFormat(req.ResponseFormat)               // checked above
+	ereq.Tools, _ = chatTools(req.Tools, req.ToolChoice)          // checked above
+	if ereq.Tools != nil && req.ParallelToolCalls != nil {
+		ereq.Tools.One = !*req.ParallelToolCalls
+	}
 	for i, m := range req.Messages {
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool":
@@ -90,7 +94,12 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		if role == "developer" {
 			role = "system"
 		}
-		ereq.Messages = append(ereq.Messages, engine.Message{Role: role, Content: string(m.Content)})
+		em, err := chatMessage(i, role, m) // serve/tools.go
+		if err != nil {
+			s.openAIFail(w, r, req.Model, http.StatusBadRequest, err)
+			return
+		}
+		ereq.Messages = append(ereq.Messages, em)
 	}
 	if maxTokens != nil {
 		ereq.MaxTokens = *maxTokens
@@ -159,6 +168,12 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 		return
 	}
 	defer l.Release()
+	tf, err := leaseTools(e, l, ereq) // the format tool calls are parsed in (serve/tools.go)
+	if err != nil {
+		s.openAIFail(w, r, model, http.StatusBadRequest, err)
+		return
+	}
+	ts := newToolStream(tf, ereq.Tools)
 	ereq = prepare(l, ereq)
 
 	id, created := newID("chatcmpl-"), time.Now().Unix()
@@ -167,16 +182,22 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 		id, object = newID("cmpl-"), "text_completion"
 	}
 	var legacy legacyLogprobs // completions: text_offset runs across chunks
+	// chatChunk is a chat stream event; one with content or tool-call
+	// pieces carries the log-probabilities of the tokens it completes
+	// when they were asked for.
+	chatChunk := func(d api.Delta, finish *string, lps []engine.TokenLogprob) api.ChatCompletionChunk {
+		c := api.ChatCompletionChunk{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
+			Choices: []api.ChunkChoice{{Delta: d, FinishReason: finish}}}
+		if ereq.Logprobs && (d.Content != nil || len(d.ToolCalls) > 0) {
+			c.Choices[0].Logprobs = &api.ChatLogprobs{Content: chatLogprobs(lps)}
+		}
+		return c
+	}
 	// chunk is a stream event; a content chunk carries the log-probabilities
 	// of the tokens its text completes when they were asked for.
 	chunk := func(text *string, finish *string, lps []engine.TokenLogprob) any {
 		if chat {
-			c := api.ChatCompletionChunk{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
-				Choices: []api.ChunkChoice{{Delta: api.Delta{Content: text}, FinishReason: finish}}}
-			if ereq.Logprobs && text != nil {
-				c.Choices[0].Logprobs = &api.ChatLogprobs{Content: chatLogprobs(lps)}
-			}
-			return c
+			return chatChunk(api.Delta{Content: text}, finish, lps)
 		}
 		c := api.Completion{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
 			Choices: []api.CompletionChoice{{FinishReason: finish}}}
@@ -192,8 +213,10 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 	if !stream {
 		var out strings.Builder
 		var lps []engine.TokenLogprob
+		var answer chatAnswer // text and tool calls (serve/tools.go)
 		res, err := s.run(r.Context(), l, ereq, func(t engine.Token) error {
 			out.WriteString(t.Text)
+			answer.add(ts.push(t))
 			lps = append(lps, t.Logprobs...)
 			return nil
 		})
@@ -201,11 +224,13 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 			s.openAIFail(w, r, model, httpStatus(err), err)
 			return
 		}
+		answer.add(ts.flush())
 		s.record(e, res)
 		usage := s.usage(res, l, start)
 		note(r, model, http.StatusOK)
 		if chat {
-			choice := api.ChatChoice{Message: api.ResponseMessage{Role: "assistant", Content: out.String()}, FinishReason: res.FinishReason}
+			choice := api.ChatChoice{Message: api.ResponseMessage{Role: "assistant", Content: answer.text.String(), ToolCalls: answer.calls},
+				FinishReason: ts.finish(res.FinishReason)}
 			if ereq.Logprobs {
 				choice.Logprobs = &api.ChatLogprobs{Content: chatLogprobs(lps)}
 			}
@@ -231,7 +256,33 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 			return
 		}
 	}
-	res, err := s.run(r.Context(), l, ereq, func(t engine.Token) error { return sw.send(chunk(&t.Text, nil, t.Logprobs)) })
+	var carry []engine.TokenLogprob // of tokens whose text is held back
+	sendEvents := func(d []api.Delta, lps []engine.TokenLogprob) error {
+		lps = append(carry, lps...)
+		carry = nil
+		if len(d) == 0 {
+			carry = lps
+			return nil
+		}
+		for i := range d {
+			if err := sw.send(chatChunk(d[i], nil, lps)); err != nil {
+				return err
+			}
+			lps = nil
+		}
+		return nil
+	}
+	res, err := s.run(r.Context(), l, ereq, func(t engine.Token) error {
+		if !chat || ts.plain(t) {
+			return sw.send(chunk(&t.Text, nil, t.Logprobs))
+		}
+		return sendEvents(chatDeltas(ts.push(t)), t.Logprobs) // tool calls (serve/tools.go)
+	})
+	if err == nil && chat {
+		if err = sendEvents(chatDeltas(ts.flush()), nil); err == nil && len(carry) > 0 {
+			err = sw.send(chatChunk(api.Delta{Content: new(string)}, nil, carry))
+		}
+	}
 	if err != nil {
 		code := httpStatus(err)
 		note(r, model, code)
@@ -243,7 +294,7 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 		return
 	}
 	s.record(e, res)
-	f := res.FinishReason
+	f := ts.finish(res.FinishReason)
 	if chat {
 		sw.send(chunk(nil, &f, nil))
 	} else {

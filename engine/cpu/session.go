@@ -49,8 +49,12 @@ func (s *session) prompt(ctx context.Context, req engine.Request) ([]int, error)
 	if s.m.tmpl == nil {
 		return nil, fmt.Errorf("%s: %w; send a plain prompt instead", s.m.info.Name, chattemplate.ErrNoTemplate)
 	}
-	text, err := s.m.tmpl.Render(ctx, req.Messages, chattemplate.Vars{BOSToken: tok.BOSToken(), EOSToken: tok.EOSToken(),
-		AddGenerationPrompt: req.AddGenerationPrompt})
+	extra, msgs, err := s.m.toolTemplate(req) // tools.go
+	if err != nil {
+		return nil, err
+	}
+	text, err := s.m.tmpl.Render(ctx, msgs, chattemplate.Vars{BOSToken: tok.BOSToken(), EOSToken: tok.EOSToken(),
+		AddGenerationPrompt: req.AddGenerationPrompt, Extra: extra})
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +85,13 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 		return res, fmt.Errorf("empty prompt: nothing to generate from")
 	}
 	res.PromptTokens = len(ids)
-	var con *grammar.Matcher // structured output: a grammar masks each token
-	if req.Format != nil {
+	// Tools: marker tokens whose text the answer keeps, and the grammar of
+	// a required call (tools.go).
+	keepText, con, err := s.toolSetup(req)
+	if err != nil {
+		return res, err
+	}
+	if req.Format != nil { // structured output: a grammar masks each token
 		if con, err = grammar.ForRequest(req.Format, s.m.tok, s.m.arch.eos); err != nil {
 			return res, err
 		}
@@ -156,7 +165,7 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 		if req.Logprobs {
 			lp = s.tokenLogprob(lps, id)
 		}
-		stop, err := out.push(id, s.m.tok.Piece(id), s.m.tok.IsSpecial(id), lp)
+		stop, err := out.push(id, s.m.tok.Piece(id), s.m.tok.IsSpecial(id) && !keepText[id], lp)
 		if res.CompletionTokens == 1 {
 			res.TTFT = time.Since(start)
 		}

@@ -138,7 +138,8 @@ func (c *compiler) texts(id int32) []string {
 }
 
 func kindName(k kind) string {
-	return [...]string{kObject: "object", kArray: "array", kString: "string", kNumber: "number", kLiteral: "literal"}[k]
+	return [...]string{kObject: "object", kArray: "array", kString: "string", kNumber: "number", kLiteral: "literal",
+		kAnyOf: "alternative", kKey: "key", kPending: "reference", kSeq: "sequence", kSwitch: "switch"}[k]
 }
 
 // firstBytes are the bytes a value of node id may start with.
@@ -153,12 +154,14 @@ func (c *compiler) firstBytes(id int32) []byte {
 		return []byte{'"'}
 	case kNumber:
 		return []byte("-0123456789")
-	case kLiteral:
+	case kLiteral, kSwitch:
 		var out []byte
 		for _, e := range n.lit.kids[0] {
 			out = append(out, e.b)
 		}
 		return out
+	case kSeq:
+		return c.firstBytes(n.seq[0])
 	}
 	return nil
 }
@@ -211,6 +214,11 @@ func (c *compiler) productive() []bool {
 		case kAnyOf:
 			need[id] = 1
 			for _, a := range n.alts {
+				users[a] = append(users[a], int32(id))
+			}
+		case kSeq, kSwitch: // every part, every continuation (a head must not lead nowhere)
+			need[id] = len(n.seq)
+			for _, a := range n.seq {
 				users[a] = append(users[a], int32(id))
 			}
 		}

@@ -53,6 +53,8 @@ const (
 	kAnyOf        // an alternative, picked by the first byte
 	kKey          // frames only: an object key
 	kPending      // compile time only: a $ref being compiled
+	kSeq          // parts in order (compose.go)
+	kSwitch       // literal heads, each with its continuation (compose.go)
 )
 
 // node is one compiled value schema.
@@ -75,10 +77,14 @@ type node struct {
 	keys     *smallTrie
 	noEsc    bool // undeclared keys beside declared ones may not hold escapes
 
-	lit *smallTrie // kLiteral: the JSON texts
+	lit *smallTrie // kLiteral: the JSON texts; kSwitch: the heads
 
 	alts  []int32     // kAnyOf
 	first *[256]int32 // kAnyOf: the alternative each first byte picks, -1: none
+
+	// kSeq: the parts; kSwitch: per head (lit's string index), the node
+	// that follows it.
+	seq []int32
 }
 
 // Grammar is a compiled schema; it is immutable and safe to share.

@@ -13,7 +13,8 @@ type frame struct {
 	node int32 // the value's node (a key: its object's node)
 	// n: code points so far (string), items so far (array), the next
 	// declared property that may come (object), trie node (literal, key;
-	// -1: off the key trie), digits in the current part (number).
+	// -1: off the key trie; switch), digits in the current part
+	// (number), parts started (sequence).
 	n  int32
 	m  int32 // object: the property the last key named, -1: undeclared
 	k  kind
@@ -64,13 +65,14 @@ const (
 type result uint8
 
 const (
-	rReject      result = iota
-	rConsume            // the frame took the byte
-	rConsumePop         // took it and is complete
-	rPopRetry           // is complete; the byte belongs to the value around it
-	rPush               // starts a child value (m.child) that gets the byte
-	rConsumePush        // took the byte and starts a child (m.child)
-	rReplace            // becomes m.child (an alternative), which gets the byte
+	rReject         result = iota
+	rConsume               // the frame took the byte
+	rConsumePop            // took it and is complete
+	rPopRetry              // is complete; the byte belongs to the value around it
+	rPush                  // starts a child value (m.child) that gets the byte
+	rConsumePush           // took the byte and starts a child (m.child)
+	rReplace               // becomes m.child (an alternative), which gets the byte
+	rConsumeReplace        // took the byte and becomes m.child (a switch's continuation)
 )
 
 // undo restores one journaled change: the stack height and, when i >= 0,
@@ -164,6 +166,10 @@ func (m *machine) step(b byte) bool {
 				return false
 			}
 			m.child, r = m.start(alt), rReplace
+		case kSeq:
+			r = m.seqByte(&f, nd)
+		case kSwitch:
+			r = m.switchByte(&f, nd, b)
 		}
 		switch r {
 		case rConsume:
@@ -184,6 +190,9 @@ func (m *machine) step(b byte) bool {
 			return m.push(m.child)
 		case rReplace:
 			m.set(top, m.child)
+		case rConsumeReplace:
+			m.set(top, m.child)
+			return true
 		default:
 			return false
 		}
@@ -192,22 +201,29 @@ func (m *machine) step(b byte) bool {
 }
 
 // canEnd reports whether the document is complete: the root value closed,
-// or it is a number or literal that may end here.
+// or every value still open may end here: the innermost a number or
+// literal that may, or a sequence past its last part, with only such
+// sequences around it.
 func (m *machine) canEnd() bool {
-	if m.sp == 0 {
-		return true
+	for i := m.sp - 1; i >= 0; i-- {
+		f := &m.st[i]
+		switch {
+		case f.k == kSeq && int(f.n) == len(m.g.nodes[f.node].seq):
+		case i < m.sp-1:
+			return false
+		case f.k == kNumber:
+			if f.st != nZero && f.st != nInt && f.st != nFrac && f.st != nExp {
+				return false
+			}
+		case f.k == kLiteral:
+			if m.g.nodes[f.node].lit.term[f.n] < 0 {
+				return false
+			}
+		default:
+			return false
+		}
 	}
-	if m.sp > 1 {
-		return false
-	}
-	f := &m.st[0]
-	switch f.k {
-	case kNumber:
-		return f.st == nZero || f.st == nInt || f.st == nFrac || f.st == nExp
-	case kLiteral:
-		return m.g.nodes[f.node].lit.term[f.n] >= 0
-	}
-	return false
+	return true
 }
 
 // inString reports whether the top frame is inside a string (or an

@@ -21,6 +21,23 @@ type Matcher struct {
 	// byte, and whether the walk is still inside the string it began in.
 	marks  []int
 	within []bool
+	// special are tokens the vocabulary trie leaves out (special tokens
+	// have no text there) that this matcher takes as text: a model
+	// family's tool-call marker, such as Mistral's [TOOL_CALLS].
+	special []specialToken
+}
+
+type specialToken struct {
+	id   int
+	text []byte
+}
+
+// AllowSpecial lets the grammar take special token id as text: the token
+// is allowed wherever text may come next, and Accept follows text.
+func (x *Matcher) AllowSpecial(id int, text []byte) {
+	if id >= 0 && id < x.v.size && len(text) > 0 {
+		x.special = append(x.special, specialToken{id, text})
+	}
 }
 
 // NewMatcher starts a document of g on vocabulary v; eos are the model's
@@ -94,6 +111,18 @@ func (x *Matcher) Allowed() []uint64 {
 		marks[d] = len(m.log)
 		i++
 	}
+	for _, sp := range x.special {
+		m.undoTo(base)
+		ok := true
+		for _, b := range sp.text {
+			if ok = m.step(b); !ok {
+				break
+			}
+		}
+		if ok {
+			x.bits[sp.id>>6] |= 1 << (sp.id & 63)
+		}
+	}
 	m.undoTo(base)
 	m.rec = false
 	end := m.canEnd()
@@ -124,6 +153,11 @@ func (x *Matcher) Accept(id int) error {
 	var piece []byte
 	if id >= 0 && id < len(x.v.pieces) {
 		piece = x.v.pieces[id]
+	}
+	for _, sp := range x.special {
+		if sp.id == id {
+			piece = sp.text
+		}
 	}
 	if len(piece) == 0 || len(piece) > maxTokenBytes {
 		return fmt.Errorf("token %d is not part of the structured-output vocabulary (a special token)", id)

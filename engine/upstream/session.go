@@ -11,10 +11,12 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/format/chattemplate"
 )
 
 // Error is a failure the upstream reported, with the HTTP status it should
@@ -47,7 +49,12 @@ func (s *session) Close() error { return nil }
 func (m *Model) body(req engine.Request) ([]byte, int, error) {
 	msgs := make([]api.ChatMessage, 0, len(req.Messages)+1)
 	for _, msg := range req.Messages {
-		msgs = append(msgs, api.ChatMessage{Role: msg.Role, Content: api.Content(msg.Content)})
+		cm := api.ChatMessage{Role: msg.Role, Content: api.Content(msg.Content), ToolCallID: msg.ToolCallID}
+		for _, c := range msg.ToolCalls {
+			cm.ToolCalls = append(cm.ToolCalls, api.ToolCall{ID: c.ID, Type: "function",
+				Function: api.FunctionCall{Name: c.Function.Name, Arguments: c.Function.ArgumentsText()}})
+		}
+		msgs = append(msgs, cm)
 	}
 	if len(req.Messages) == 0 {
 		msgs = append(msgs, api.ChatMessage{Role: "user", Content: api.Content(req.Prompt)})
@@ -70,6 +77,16 @@ func (m *Model) body(req engine.Request) ([]byte, int, error) {
 				engine.ErrInvalidRequest, m.cfg.Name)
 		}
 		b.ResponseFormat = req.Format.ResponseFormat
+	}
+	if req.Tools != nil {
+		if m.cfg.SingleMessage { // main_api_* reads no tools: they would be ignored
+			return nil, 0, fmt.Errorf("%w: tools are not supported by upstream %q (a single_message server does not call tools); leave them out",
+				engine.ErrInvalidRequest, m.cfg.Name)
+		}
+		b.Tools, b.ToolChoice = req.Tools.Defs, req.Tools.RawChoice
+		if req.Tools.One {
+			b.ParallelToolCalls = new(bool)
+		}
 	}
 	dropped := 0
 	if m.cfg.SingleMessage {
@@ -169,6 +186,11 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 		}
 		return res, err
 	}
+	if calls := st.toolCalls(); len(calls) > 0 {
+		if err := emit(engine.Token{ID: -1, ToolCalls: calls}); err != nil {
+			return res, err
+		}
+	}
 	res = st.result()
 	if dropped > 0 {
 		res.Extra["context_truncated_turns"] = dropped
@@ -185,6 +207,49 @@ type streamState struct {
 	usage        *api.UpstreamUsage
 	timings      *api.LlamaTimings
 	done         bool
+	calls        []*upstreamCall // tool calls, by index
+}
+
+// upstreamCall is a tool call being put together from streamed pieces.
+type upstreamCall struct {
+	id, name string
+	args     strings.Builder
+}
+
+// addToolCall takes a tool call piece (or a whole call): pieces with an
+// index add to that call, others are the next call.
+func (st *streamState) addToolCall(tc api.UpstreamToolCall) {
+	i := len(st.calls)
+	if tc.Index != nil && *tc.Index >= 0 && *tc.Index < 1024 {
+		i = *tc.Index
+	}
+	for len(st.calls) <= i {
+		st.calls = append(st.calls, &upstreamCall{})
+	}
+	c := st.calls[i]
+	if tc.ID != "" {
+		c.id = tc.ID
+	}
+	c.name += tc.Function.Name
+	var text string
+	if json.Unmarshal(tc.Function.Arguments, &text) == nil {
+		c.args.WriteString(text)
+	} else if len(tc.Function.Arguments) > 0 && string(tc.Function.Arguments) != "null" {
+		c.args.Write(tc.Function.Arguments) // an object, as Ollama-like servers send it
+	}
+}
+
+// toolCalls are the upstream's complete tool calls, in order.
+func (st *streamState) toolCalls() []engine.ToolCall {
+	var out []engine.ToolCall
+	for _, c := range st.calls {
+		if c.name == "" {
+			continue
+		}
+		out = append(out, engine.ToolCall{ID: c.id, Type: "function",
+			Function: engine.FunctionCall{Name: c.name, Arguments: chattemplate.ArgumentsOf(c.args.String())}})
+	}
+	return out
 }
 
 func (st *streamState) readSSE(r io.Reader) error {
@@ -243,13 +308,20 @@ func (st *streamState) chunk(b []byte) error {
 	}
 	for _, ch := range c.Choices {
 		var text *string
+		var calls []api.UpstreamToolCall
 		switch {
 		case ch.Delta != nil:
-			text = ch.Delta.Content
+			text, calls = ch.Delta.Content, ch.Delta.ToolCalls
 		case ch.Message != nil:
-			text = ch.Message.Content
+			text, calls = ch.Message.Content, ch.Message.ToolCalls
 		default:
 			text = ch.Text
+		}
+		for _, tc := range calls {
+			if st.first.IsZero() {
+				st.first = time.Now()
+			}
+			st.addToolCall(tc)
 		}
 		if text != nil && *text != "" {
 			if st.first.IsZero() {

@@ -16,6 +16,7 @@ package chattemplate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,6 +29,54 @@ import (
 type Message struct {
 	Role    string `json:"role"` // system, user, assistant, tool
 	Content string `json:"content"`
+	// ToolCalls are the functions an assistant turn called.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID and Name say which call a tool turn answers (Name: the
+	// function's; Ollama sends only it).
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+}
+
+// ToolCall is one function call of an assistant turn, as transformers
+// passes it to templates: {"id", "type": "function", "function": {"name",
+// "arguments"}}.
+type ToolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"` // "function" when empty
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a call's function and arguments.
+type FunctionCall struct {
+	Name string `json:"name"`
+	// Arguments is JSON: an object, which templates get as a mapping
+	// (they write it with tojson, or read its items), or, when a client's
+	// arguments were not a JSON object, that text as a JSON string.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// ArgumentsOf is Arguments for arguments' text as OpenAI sends it: the
+// object it holds, or, when it holds none, the text as a JSON string.
+func ArgumentsOf(text string) json.RawMessage {
+	t := strings.TrimSpace(text)
+	if strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+		return json.RawMessage(t)
+	}
+	b, _ := json.Marshal(text)
+	return b
+}
+
+// ArgumentsText is the arguments as OpenAI's text: the object's JSON, or
+// the string's content.
+func (f FunctionCall) ArgumentsText() string {
+	var s string
+	if json.Unmarshal(f.Arguments, &s) == nil {
+		return s
+	}
+	if len(f.Arguments) == 0 {
+		return "{}"
+	}
+	return string(f.Arguments)
 }
 
 // Limits bound parsing and rendering; zero fields take DefaultLimits.
@@ -83,12 +132,56 @@ const maxRaisedLen = 512
 func (t *Template) Render(ctx context.Context, msgs []Message, v Vars) (string, error) {
 	list := make(jinja.List, len(msgs))
 	for i, m := range msgs {
-		d := jinja.NewDict()
-		d.SetString("role", m.Role)
-		d.SetString("content", m.Content)
+		d, err := messageDict(m)
+		if err != nil {
+			return "", fmt.Errorf("chat template: message %d: %w", i, err)
+		}
 		list[i] = d
 	}
 	return t.render(ctx, list, v)
+}
+
+// messageDict is a message as transformers gives it to templates: keys a
+// turn does not have are absent, not empty (templates test `'tool_calls'
+// in message` and `message.tool_call_id is defined`).
+func messageDict(m Message) (*jinja.Dict, error) {
+	d := jinja.NewDict()
+	d.SetString("role", m.Role)
+	d.SetString("content", m.Content)
+	if len(m.ToolCalls) > 0 {
+		calls := make(jinja.List, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			fn := jinja.NewDict()
+			fn.SetString("name", c.Function.Name)
+			var args jinja.Value = jinja.NewDict()
+			if len(c.Function.Arguments) > 0 {
+				var err error
+				if args, err = jinja.FromJSON(c.Function.Arguments); err != nil {
+					return nil, fmt.Errorf("tool call %d (%s): arguments: %w", i, c.Function.Name, err)
+				}
+			}
+			fn.SetString("arguments", args)
+			call := jinja.NewDict()
+			if c.ID != "" {
+				call.SetString("id", c.ID)
+			}
+			typ := c.Type
+			if typ == "" {
+				typ = "function"
+			}
+			call.SetString("type", typ)
+			call.SetString("function", fn)
+			calls[i] = call
+		}
+		d.SetString("tool_calls", calls)
+	}
+	if m.ToolCallID != "" {
+		d.SetString("tool_call_id", m.ToolCallID)
+	}
+	if m.Name != "" {
+		d.SetString("name", m.Name)
+	}
+	return d, nil
 }
 
 // render is Render for messages already converted (the tests pass messages

@@ -17,9 +17,9 @@ const DefaultPort = "11434"
 // line, then the --config file, then the variable, then the flag's default.
 var (
 	Host = HostVar{define("EDGECTL_HOST", "serve", "127.0.0.1:11434",
-		"serve's listen address, as --addr, and the server run --host (api.Client) talks to when set: HOST, HOST:PORT, :PORT or http(s)://HOST:PORT; a missing host is 127.0.0.1, a missing port 11434 (as OLLAMA_HOST)")}
+		"serve's listen address, as --addr, and the server run --host, ps and rm (api.Client) talk to when set: HOST, HOST:PORT, :PORT or http(s)://HOST:PORT; a missing host is 127.0.0.1, a missing port 11434 (as OLLAMA_HOST)")}
 	Models = newList("EDGECTL_MODELS", "serve", string(os.PathListSeparator),
-		"serve's --models: model directories or files, separated by : as in PATH")
+		"serve's --models (also what ls lists and rm may delete): model directories or files, separated by : as in PATH")
 	KeepAlive = newString("EDGECTL_KEEP_ALIVE", "serve", "5m",
 		"serve's --keep-alive: idle time before a model is unloaded (seconds or a Go duration; -1 forever, 0 after each request)")
 	Origins = newList("EDGECTL_ORIGINS", "serve", ",",
@@ -27,7 +27,7 @@ var (
 	AllowedHosts = newList("EDGECTL_ALLOWED_HOSTS", "serve", ",",
 		"serve's --allowed-hosts: Host names accepted without an API key besides loopback ones, comma-separated")
 	APIKey = newString("EDGECTL_API_KEY", "serve", "",
-		"serve's --api-key: every route but /health requires Authorization: Bearer KEY; run --host sends it (as run --api-key)")
+		"serve's --api-key: every route but /health requires Authorization: Bearer KEY; run --host, ps and rm send it (as their --api-key)")
 )
 
 // prep.
