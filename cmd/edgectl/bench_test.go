@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"net"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,17 +149,7 @@ func TestBenchJSONOnTinyStories(t *testing.T) {
 func startServe(t *testing.T) string {
 	t.Helper()
 	abs, _ := filepath.Abs(runFixture)
-	s, err := serve.New(serve.Options{ModelDirs: []string{"tiny=" + abs}, Engines: map[string]engine.Engine{serve.LaneCPU: cpu.New()}, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		s.Close()
-	})
-	return hs.URL
+	return inProcessServe(t, serve.Options{ModelDirs: []string{"tiny=" + abs}, Logf: t.Logf})
 }
 
 // bench --url against edgectl serve in-process, through each protocol and

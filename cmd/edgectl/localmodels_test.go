@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/artifact"
-	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/engine/cpu"
 	"github.com/edgectl/edgectl/hub"
 	"github.com/edgectl/edgectl/hub/hubtest"
 	"github.com/edgectl/edgectl/serve"
@@ -127,17 +124,7 @@ func copyFile(src, dst string) error {
 // does, and returns its URL.
 func tinyServer(t *testing.T, dirs ...string) string {
 	t.Helper()
-	s, err := serve.New(serve.Options{ModelDirs: dirs, Engines: map[string]engine.Engine{serve.LaneCPU: cpu.New()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		s.Close()
-	})
-	return hs.URL
+	return inProcessServe(t, serve.Options{ModelDirs: dirs})
 }
 
 // loadOn loads model on the server at url with a two-token generation

@@ -58,8 +58,18 @@ func hostModels(t *testing.T) (root string) {
 // hostServer runs serve in-process over root on the CPU lane.
 func hostServer(t *testing.T, root, key string) string {
 	t.Helper()
-	s, err := serve.New(serve.Options{ModelDirs: []string{root}, APIKey: key,
-		Engines: map[string]engine.Engine{serve.LaneCPU: cpu.New()}})
+	return inProcessServe(t, serve.Options{ModelDirs: []string{root}, APIKey: key})
+}
+
+// inProcessServe runs serve in-process with opts, on the real CPU lane
+// unless opts names engines, as edgectl serve does, and returns its URL;
+// the server closes when the test ends.
+func inProcessServe(t *testing.T, opts serve.Options) string {
+	t.Helper()
+	if opts.Engines == nil {
+		opts.Engines = map[string]engine.Engine{serve.LaneCPU: cpu.New()}
+	}
+	s, err := serve.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,9 @@ func (s *session) prompt(ctx context.Context, req engine.Request) ([]int, error)
 	}
 	text, err := s.m.tmpl.Render(ctx, msgs, chattemplate.Vars{BOSToken: tok.BOSToken(), EOSToken: tok.EOSToken(),
 		AddGenerationPrompt: req.AddGenerationPrompt, Extra: extra})
+	if errors.Is(err, chattemplate.ErrRaised) { // the conversation's fault: a 400
+		return nil, fmt.Errorf("%w: %w", engine.ErrInvalidRequest, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -123,6 +123,15 @@ type errRaised struct{ msg string }
 
 func (e errRaised) Error() string { return "chat template: " + e.msg }
 
+// Is makes errors.Is(err, ErrRaised) hold.
+func (e errRaised) Is(target error) bool { return target == ErrRaised }
+
+// ErrRaised is what a Render error wraps when the template itself refused
+// the conversation with raise_exception ("roles must alternate", "system
+// message not supported"): the request's fault, which servers answer with
+// 400, not a fault of the model or the engine.
+var ErrRaised = errors.New("the chat template refused the conversation")
+
 // maxRaisedLen caps how much of a template's own error message reaches the
 // caller (and, through serve, an HTTP client).
 const maxRaisedLen = 512

@@ -3,6 +3,7 @@ package chattemplate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -204,7 +205,7 @@ func TestRaiseException(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = tm.Render(context.Background(), []Message{{Role: "assistant", Content: "x"}}, Vars{})
-	if err == nil || err.Error() != "chat template: first message must be from the user" {
+	if err == nil || err.Error() != "chat template: first message must be from the user" || !errors.Is(err, ErrRaised) {
 		t.Fatalf("err = %v", err)
 	}
 	if out, err := tm.Render(context.Background(), []Message{{Role: "user", Content: "x"}}, Vars{}); err != nil || out != "ok" {
