@@ -61,6 +61,25 @@ func (m *floatRows) row(i int, dst []float32) {
 	}
 }
 
+// eachRowOnce calls fn with every row widened, on all cores (rows split
+// between workers, one row buffer each), for a pass that reads the matrix
+// once — quantizing a head: each chunk's mapped pages are dropped after it
+// (a tied F32 embedding of BitNet-2B is 1.3 GB; its lookups later read
+// back only the rows they need).
+func (m *floatRows) eachRowOnce(fn func(r int, row []float32)) {
+	rowBytes := int64(len(m.raw) / m.r)
+	parallelRows(m.r, func(lo, hi int) {
+		if m.release != nil {
+			defer m.release(int64(lo)*rowBytes, int64(hi-lo)*rowBytes)
+		}
+		row := make([]float32, m.c)
+		for r := lo; r < hi; r++ {
+			m.row(r, row)
+			fn(r, row)
+		}
+	})
+}
+
 func (m *floatRows) rows() int      { return m.r }
 func (m *floatRows) cols() int      { return m.c }
 func (m *floatRows) int8() bool     { return false }

@@ -46,16 +46,8 @@ func quantizeHead4(f *floatRows, t gguf.Type, mem *arena) (*quantLinear, error) 
 	}
 	rb := int(t.RowSize(int64(f.c)))
 	raw := mem.alloc(f.r * rb)
-	rowBytes := int64(len(f.raw) / f.r)
-	parallelRows(f.r, func(lo, hi int) {
-		if f.release != nil {
-			defer f.release(int64(lo)*rowBytes, int64(hi-lo)*rowBytes)
-		}
-		row := make([]float32, f.c)
-		for r := lo; r < hi; r++ {
-			f.row(r, row)
-			quantizeRow4(t, row, raw[r*rb:(r+1)*rb])
-		}
+	f.eachRowOnce(func(r int, row []float32) {
+		quantizeRow4(t, row, raw[r*rb:(r+1)*rb])
 	})
 	return newQuantLinear(raw, t, f.r, f.c)
 }

@@ -2,8 +2,6 @@
 
 package cpu
 
-import "unsafe"
-
 //go:noescape
 func rowsQ8_0AVX2(w *byte, q *int8, d *float32, nb int, nrows int, out *float32)
 
@@ -31,32 +29,16 @@ func useQuantAVX2(k *kernels) {
 	useQuantAVX2More(k)
 }
 
-// blockRows wraps a rows kernel over 32-element blocks of blockBytes.
+// blockRows wraps a kernel of a 32-element block type without sums
+// (Q8_0, Q4_0, Q5_0, IQ4_NL).
 func blockRows(kern func(w *byte, q *int8, d *float32, nb, nrows int, out *float32), blockBytes int) func([]byte, q8Blocks, []float32) {
-	return func(w []byte, x q8Blocks, out []float32) {
-		nb := len(x.d)
-		if nb == 0 || len(out) == 0 {
-			clear(out)
-			return
-		}
-		_ = w[len(out)*nb*blockBytes-1]
-		_ = x.q[nb*32-1]
-		kern(unsafe.SliceData(w), unsafe.SliceData(x.q), unsafe.SliceData(x.d), nb, len(out), unsafe.SliceData(out))
-	}
+	return blockKernelRows(func(w *byte, q *int8, d *float32, _ *int16, nb, nrows int, out *float32) {
+		kern(w, q, d, nb, nrows, out)
+	}, blockBytes, 32, 0)
 }
 
-// superBlockRows wraps a rows kernel over 256-element super-blocks of
-// blockBytes, which also reads the activation sums (16 a super-block).
-func superBlockRows(kern func(w *byte, q *int8, d *float32, bsum *int16, nb, nrows int, out *float32), blockBytes int) func([]byte, q8Blocks, []float32) {
-	return func(w []byte, x q8Blocks, out []float32) {
-		nb := len(x.d)
-		if nb == 0 || len(out) == 0 {
-			clear(out)
-			return
-		}
-		_ = w[len(out)*nb*blockBytes-1]
-		_ = x.q[nb*256-1]
-		_ = x.sum[nb*16-1]
-		kern(unsafe.SliceData(w), unsafe.SliceData(x.q), unsafe.SliceData(x.d), unsafe.SliceData(x.sum), nb, len(out), unsafe.SliceData(out))
-	}
+// superBlockRows wraps a kernel over 256-element super-blocks, which also
+// reads the activation sums (16 a super-block).
+func superBlockRows(kern rowsKernel, blockBytes int) func([]byte, q8Blocks, []float32) {
+	return blockKernelRows(kern, blockBytes, 256, 16)
 }

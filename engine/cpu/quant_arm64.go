@@ -2,13 +2,6 @@
 
 package cpu
 
-import "unsafe"
-
-// quantRowsKernel is the signature of every arm64 block-type kernel
-// (quant_arm64.s): nrows ≥ 1 consecutive rows of nb ≥ 1 blocks against
-// one activation row (codes q, scales d, sums sum), one float32 a row.
-type quantRowsKernel func(w *byte, q *int8, d *float32, sum *int16, nb, nrows int, out *float32)
-
 //go:noescape
 func rowsQ8_0SDOT(w *byte, q *int8, d *float32, sum *int16, nb, nrows int, out *float32)
 
@@ -77,7 +70,7 @@ func rowsQ6KNEON(w *byte, q *int8, d *float32, sum *int16, nb, nrows int, out *f
 
 // quantARM64 lists each block type's two kernels: with the dot-product
 // extension (SDOT) and without (ARMv8.0's widening multiplies).
-var quantARM64 = [numQuantTypes]struct{ sdot, neon quantRowsKernel }{
+var quantARM64 = [numQuantTypes]struct{ sdot, neon rowsKernel }{
 	typeQ8_0:  {rowsQ8_0SDOT, rowsQ8_0NEON},
 	typeQ4_0:  {rowsQ4_0SDOT, rowsQ4_0NEON},
 	typeQ4_1:  {rowsQ4_1SDOT, rowsQ4_1NEON},
@@ -102,23 +95,6 @@ func useQuantNEON(k *kernels, sdot bool) {
 			kern = v.sdot
 		}
 		q := quantTypes[qt]
-		k.quant[qt].rows = quantRowsARM64(kern, int(q.gguf.TypeSize()), q.form)
-	}
-}
-
-// quantRowsARM64 wraps kern, whose blocks are blockBytes long and read
-// activations in form f, as a kernel table rows entry.
-func quantRowsARM64(kern quantRowsKernel, blockBytes int, f blockForm) func([]byte, q8Blocks, []float32) {
-	bl, sums := f.blockLen(), f.blockLen()/f.sumLen()
-	return func(w []byte, x q8Blocks, out []float32) {
-		nb := len(x.d)
-		if nb == 0 || len(out) == 0 {
-			clear(out)
-			return
-		}
-		_ = w[len(out)*nb*blockBytes-1]
-		_ = x.q[nb*bl-1]
-		_ = x.sum[nb*sums-1]
-		kern(unsafe.SliceData(w), unsafe.SliceData(x.q), unsafe.SliceData(x.d), unsafe.SliceData(x.sum), nb, len(out), unsafe.SliceData(out))
+		k.quant[qt].rows = blockKernelRows(kern, int(q.gguf.TypeSize()), q.form.blockLen(), q.form.blockLen()/q.form.sumLen())
 	}
 }

@@ -2,8 +2,6 @@
 
 package cpu
 
-import "unsafe"
-
 // The AVX2 kernels of the less common GGUF block types (quant_more_amd64.s):
 // Q4_1, Q5_0, Q5_1 and IQ4_NL on Q8_0-form activations, Q2_K and Q3_K on
 // Q8_K-form ones. Small models and llama-quantize's fallbacks mix them
@@ -41,16 +39,6 @@ func useQuantAVX2More(k *kernels) {
 
 // blockSumRows is blockRows for the types with a min (Q4_1, Q5_1), whose
 // kernels also read the activation sums (one a block: the min meets Σq).
-func blockSumRows(kern func(w *byte, q *int8, d *float32, bsum *int16, nb, nrows int, out *float32), blockBytes int) func([]byte, q8Blocks, []float32) {
-	return func(w []byte, x q8Blocks, out []float32) {
-		nb := len(x.d)
-		if nb == 0 || len(out) == 0 {
-			clear(out)
-			return
-		}
-		_ = w[len(out)*nb*blockBytes-1]
-		_ = x.q[nb*32-1]
-		_ = x.sum[nb-1]
-		kern(unsafe.SliceData(w), unsafe.SliceData(x.q), unsafe.SliceData(x.d), unsafe.SliceData(x.sum), nb, len(out), unsafe.SliceData(out))
-	}
+func blockSumRows(kern rowsKernel, blockBytes int) func([]byte, q8Blocks, []float32) {
+	return blockKernelRows(kern, blockBytes, 32, 1)
 }

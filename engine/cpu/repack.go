@@ -355,36 +355,25 @@ func quantizeHead(f *floatRows, mem *arena) *q8Linear {
 	buf := mem.alloc(f.r * f.c)
 	l := &q8Linear{r: f.r, c: f.c, scale: make([]float32, f.r), wsum: make([]int32, f.r)}
 	l.w = unsafeInt8(buf)
-	rowBytes := int64(len(f.raw) / f.r)
-	parallelRows(f.r, func(lo, hi int) {
-		// The float rows are read once here: drop each chunk's mapped
-		// pages after it (a tied F32 embedding of BitNet-2B is 1.3 GB; its
-		// lookups later read back only the rows they need).
-		if f.release != nil {
-			defer f.release(int64(lo)*rowBytes, int64(hi-lo)*rowBytes)
+	f.eachRowOnce(func(r int, row []float32) {
+		m := float32(0)
+		for _, v := range row {
+			m = max(m, abs32(v))
 		}
-		row := make([]float32, f.c)
-		for r := lo; r < hi; r++ {
-			f.row(r, row)
-			m := float32(0)
-			for _, v := range row {
-				m = max(m, abs32(v))
-			}
-			if m == 0 {
-				continue
-			}
-			l.scale[r] = m / 127
-			inv := 127 / m
-			q := l.w[r*f.c : (r+1)*f.c]
-			var sum int32
-			for i, v := range row {
-				q[i] = int8(math.Round(float64(v * inv)))
-				if i < f.c&^63 {
-					sum += int32(q[i])
-				}
-			}
-			l.wsum[r] = sum
+		if m == 0 {
+			return
 		}
+		l.scale[r] = m / 127
+		inv := 127 / m
+		q := l.w[r*f.c : (r+1)*f.c]
+		var sum int32
+		for i, v := range row {
+			q[i] = int8(math.Round(float64(v * inv)))
+			if i < f.c&^63 {
+				sum += int32(q[i])
+			}
+		}
+		l.wsum[r] = sum
 	})
 	return l
 }
