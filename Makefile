@@ -8,7 +8,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/edgectl/edgectl/internal/version.Version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: all build test fuzz test-arm64 lint bench bench-llamacpp demo cross loadtest clean
+.PHONY: all build test fuzz test-arm64 tokenizers-ref onnx-check lint bench bench-llamacpp demo cross loadtest clean
 
 all: build
 
@@ -41,6 +41,14 @@ fuzz: ## each fuzz target for FUZZTIME (3s): the format readers, chat templates
 
 test-arm64: ## the engine, format and quant tests built for linux/arm64, run under qemu-user (apt-get install qemu-user)
 	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 ./engine/cpu ./engine/tokenizer ./format/... ./quant ./sherry
+
+tokenizers-ref: ## WordPiece ids against Hugging Face's own tokenizers (npm, into ~/.cache/edgectl-test/node: scripts/install-tokenizers-ref.sh)
+	./scripts/install-tokenizers-ref.sh
+	$(GO) test -count=1 -run 'TestWordPieceReference|TestBertUnicodeTables' ./engine/tokenizer/
+
+onnx-check: ## ONNX round trip and every rknn shard against Debian's python3-onnx checker (installs it first: scripts/install-onnx-check.sh)
+	./scripts/install-onnx-check.sh
+	$(GO) test -count=1 ./format/onnx/ ./rknn/...
 
 lint: ## gofmt + go vet (no third-party linters needed)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)

@@ -49,6 +49,10 @@ func (t *Tokenizer) EncodeContext(ctx context.Context, text string, addSpecial b
 	if t.spm != nil {
 		return t.encodeSPM(ctx, text, addSpecial)
 	}
+	if t.wp != nil {
+		ids, _, err := t.encodeWordPiece(ctx, text, nil, addSpecial)
+		return ids, err
+	}
 	var ids []int
 	if addSpecial && t.addBOS {
 		ids = append(ids, t.bos)

@@ -11,7 +11,7 @@ import (
 
 // GGUFVocab is the tokenizer.ggml.* metadata of a GGUF file.
 type GGUFVocab struct {
-	Model  string    // tokenizer.ggml.model: gpt2 (byte-level BPE) or llama (SentencePiece)
+	Model  string    // tokenizer.ggml.model: gpt2 (byte-level BPE), llama (SentencePiece) or bert (WordPiece)
 	Pre    string    // tokenizer.ggml.pre
 	Tokens []string  // id = position
 	Types  []int32   // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
@@ -20,6 +20,8 @@ type GGUFVocab struct {
 	BOS    int       // -1: none
 	EOS    int
 	Unk    int
+	CLS    int // tokenizer.ggml.cls_token_id (-1: none); BERT's [CLS]
+	SEP    int // tokenizer.ggml.seperator_token_id (sic, llama.cpp's key); BERT's [SEP]
 	AddBOS *bool
 	AddEOS *bool
 	// AddSpacePrefix is tokenizer.ggml.add_space_prefix (nil: absent,
@@ -39,8 +41,11 @@ var prePatterns = map[string]string{
 // pack` writes it) and SentencePiece in llama.cpp's score form (llama
 // without merges, as llama.cpp's converter writes Llama 2).
 func FromGGUF(v GGUFVocab) (*Tokenizer, error) {
+	if v.Model == "bert" {
+		return fromGGUFWordPiece(v)
+	}
 	if v.Model != "gpt2" && v.Model != "llama" {
-		return nil, fmt.Errorf("tokenizer.ggml.model %q is not supported (the engine reads gpt2 and llama); put the model's tokenizer.json beside it", v.Model)
+		return nil, fmt.Errorf("tokenizer.ggml.model %q is not supported (the engine reads gpt2, llama and bert); put the model's tokenizer.json beside it", v.Model)
 	}
 	if len(v.Tokens) == 0 || len(v.Tokens) > maxVocab {
 		return nil, fmt.Errorf("tokenizer.ggml.tokens holds %d tokens, outside 1..%d; the file is corrupt or hostile (put the model's tokenizer.json beside it)", len(v.Tokens), maxVocab)
@@ -128,7 +133,7 @@ func ReadGGUFVocab(g *gguf.File) (v GGUFVocab, ok bool, err error) {
 	if err != nil {
 		return v, false, nil
 	}
-	v = GGUFVocab{Tokens: toks, BOS: -1, EOS: -1, Unk: -1}
+	v = GGUFVocab{Tokens: toks, BOS: -1, EOS: -1, Unk: -1, CLS: -1, SEP: -1}
 	v.Model, _ = g.String("tokenizer.ggml.model")
 	v.Pre, _ = g.String("tokenizer.ggml.pre")
 	v.Types, _ = g.Int32s("tokenizer.ggml.token_type")
@@ -146,7 +151,8 @@ func ReadGGUFVocab(g *gguf.File) (v GGUFVocab, ok bool, err error) {
 			}
 		}
 	}
-	for key, dst := range map[string]*int{"tokenizer.ggml.bos_token_id": &v.BOS, "tokenizer.ggml.eos_token_id": &v.EOS, "tokenizer.ggml.unknown_token_id": &v.Unk} {
+	for key, dst := range map[string]*int{"tokenizer.ggml.bos_token_id": &v.BOS, "tokenizer.ggml.eos_token_id": &v.EOS, "tokenizer.ggml.unknown_token_id": &v.Unk,
+		"tokenizer.ggml.cls_token_id": &v.CLS, "tokenizer.ggml.seperator_token_id": &v.SEP} {
 		if id, err := g.Int(key); err == nil {
 			*dst = int(id)
 		}

@@ -3,7 +3,9 @@
 // common flavours — GPT-2 style byte-level BPE with regex pre-tokenization
 // (GPT-2, Llama 3, Qwen) and SentencePiece-style BPE with "▁" for spaces and
 // <0xXX> byte fallback (Llama 2, TinyStories) — plus added/special tokens;
-// and SentencePiece in llama.cpp's score form from GGUF metadata (spm.go).
+// SentencePiece in llama.cpp's score form from GGUF metadata (spm.go); and
+// WordPiece for BERT-family encoders, from tokenizer.json or a GGUF "bert"
+// vocabulary (wordpiece.go, bert.go).
 package tokenizer
 
 import (
@@ -37,8 +39,10 @@ type Tokenizer struct {
 	ignoreMerges          bool
 	unk                   int
 	fuseUnk               bool
-	stripLeading          bool // decoder Strip(start 1) of a leading space
-	spm                   *spm // set: SentencePiece in llama.cpp's score form (spm.go) encodes and decodes
+	stripLeading          bool       // decoder Strip(start 1) of a leading space
+	spm                   *spm       // set: SentencePiece in llama.cpp's score form (spm.go) encodes and decodes
+	wp                    *wordPiece // set: WordPiece (wordpiece.go) encodes and decodes
+	maxLen                int        // tokenizer_config.json model_max_length (0: not stated)
 
 	bos       int
 	addBOS    bool
@@ -55,6 +59,7 @@ type addedToken struct {
 	content        string
 	id             int
 	lstrip, rstrip bool
+	singleWord     bool // matched only where no word character touches it (WordPiece path)
 }
 
 // Load reads DIR/tokenizer.json and DIR/tokenizer_config.json (or chat_template.jinja).
@@ -81,18 +86,21 @@ const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]
 
 // New builds a tokenizer from a parsed tokenizer.json and tokenizer_config.json (cfg may be nil).
 func New(f *tokjson.File, cfg *tokjson.Config) (*Tokenizer, error) {
-	if f.Model.Type != "BPE" {
-		return nil, fmt.Errorf("tokenizer model %q is not supported (the engine implements BPE)", f.Model.Type)
-	}
 	if cfg == nil {
 		cfg = &tokjson.Config{}
+	}
+	if f.Model.Type == "WordPiece" {
+		return newWordPiece(f, cfg)
+	}
+	if f.Model.Type != "BPE" {
+		return nil, fmt.Errorf("tokenizer model %q is not supported (the engine implements BPE and WordPiece)", f.Model.Type)
 	}
 	if err := checkIDs(f); err != nil {
 		return nil, err
 	}
 	t := &Tokenizer{vocab: f.Model.Vocab, ranks: make(map[[2]string]int, len(f.Model.Merges)),
 		byteFallback: f.Model.ByteFallback, ignoreMerges: f.Model.IgnoreMerges, fuseUnk: f.Model.FuseUnk,
-		unk: -1, bos: -1, cache: map[string][]int{}, template: cfg.ChatTemplate, source: "tokenizer.json"}
+		unk: -1, bos: -1, cache: map[string][]int{}, template: cfg.ChatTemplate, source: "tokenizer.json", maxLen: cfg.ModelMaxLength}
 	for i, m := range f.Model.Merges {
 		if _, dup := t.ranks[m]; !dup {
 			t.ranks[m] = i
@@ -333,6 +341,9 @@ func (t *Tokenizer) Piece(id int) []byte {
 func (t *Tokenizer) Decode(ids []int) string {
 	if t.spm != nil {
 		return t.decodeSPM(ids)
+	}
+	if t.wp != nil {
+		return t.decodeWordPiece(ids)
 	}
 	var b []byte
 	for _, id := range ids {

@@ -20,6 +20,9 @@ type Config struct {
 	AddEOS       *bool
 	ChatTemplate string // from tokenizer_config.json, or chat_template.jinja beside it
 	Class        string
+	// ModelMaxLength is model_max_length: the longest input the model
+	// takes, in tokens; 0 when absent or a "no limit" sentinel (1e30).
+	ModelMaxLength int
 }
 
 // LoadConfig reads DIR/tokenizer_config.json (missing file: empty Config)
@@ -59,16 +62,23 @@ func parseConfig(b []byte, path string) (*Config, error) {
 		AddEOS       *bool           `json:"add_eos_token"`
 		ChatTemplate json.RawMessage `json:"chat_template"`
 		Class        string          `json:"tokenizer_class"`
+		MaxLength    *float64        `json:"model_max_length"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, &os.PathError{Op: "parse", Path: path, Err: err}
 	}
-	return &Config{
+	c := &Config{
 		BOSToken: tokenString(raw.BOS), EOSToken: tokenString(raw.EOS),
 		PadToken: tokenString(raw.Pad), UnkToken: tokenString(raw.Unk),
 		AddBOS: raw.AddBOS, AddEOS: raw.AddEOS, Class: raw.Class,
 		ChatTemplate: chatTemplate(raw.ChatTemplate),
-	}, nil
+	}
+	// transformers writes int(1e30) for "no limit"; anything past an int32
+	// is that sentinel, not a length.
+	if m := raw.MaxLength; m != nil && *m >= 1 && *m < 1<<31 {
+		c.ModelMaxLength = int(*m)
+	}
+	return c, nil
 }
 
 // tokenString accepts "tok" or {"content": "tok", …} (AddedToken form).

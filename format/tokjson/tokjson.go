@@ -41,6 +41,8 @@ type Model struct {
 	// ContinuingSubwordPrefix and EndOfWordSuffix are rarely set for LLMs.
 	ContinuingSubwordPrefix *string `json:"continuing_subword_prefix"`
 	EndOfWordSuffix         *string `json:"end_of_word_suffix"`
+	// MaxInputCharsPerWord is WordPiece's limit: a longer word is one unk (nil: 100).
+	MaxInputCharsPerWord *int `json:"max_input_chars_per_word"`
 }
 
 // AddedToken is an entry of added_tokens.

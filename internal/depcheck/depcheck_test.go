@@ -20,7 +20,7 @@ const mod = "github.com/edgectl/edgectl/"
 var (
 	// pipeline is the workstation side in data-flow order: each package
 	// may import format/*, internal/* and the ones before it.
-	pipeline = []string{"hub", "patch", "sherry", "quant", "pulsar2", "doctor", "artifact", "prep", "prep/oci"}
+	pipeline = []string{"hub", "patch", "sherry", "quant", "pulsar2", "rknn/onnxeval", "rknn", "doctor", "artifact", "prep", "prep/oci"}
 	// device is the serving side in order: each package may import
 	// format/*, internal/*, api and the ones before it, never the pipeline.
 	device = []string{"engine", "engine/tokenizer", "engine/sample", "engine/grammar", "engine/toolcall", "engine/cpu", "engine/axcl", "engine/upstream", "serve", "bench"}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edgectl/edgectl/format/onnx"
+	"github.com/edgectl/edgectl/internal/testmodel"
+	"github.com/edgectl/edgectl/rknn"
+)
+
+// TestRknnShardVerifyCLI: edgectl rknn shard writes OUT (path on stdout,
+// the passes on stderr), verify --json reports the chain's cosine, a bad
+// flag is a usage error and a verify that fails exits 1.
+func TestRknnShardVerifyCLI(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "enc.onnx")
+	if err := onnx.WriteFile(model, testmodel.ViT(testmodel.ViTSpec{Tokens: 64, Hidden: 48, Heads: 3, Layers: 2, Seed: 3}), onnx.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runCLI(t, "rknn", "shard", model, "-o", out, "--sram-kb", "4", "--cores", "2")
+	if code != 0 || strings.TrimSpace(stdout) != out || !strings.Contains(stderr, "tile: ") || !strings.Contains(stderr, "scale: s = ") {
+		t.Fatalf("shard: exit %d\nstdout %q\nstderr %s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "rknn", "verify", out, "--model", model, "--json")
+	var r rknn.VerifyReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != 0 {
+		t.Fatalf("verify: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	if !r.OK || r.Cosine < 0.999 || len(r.Shards) != 4 || r.Shards[2].Core != 0 || r.MaxSoftmaxBytes > 4096 {
+		t.Fatalf("verify report %+v", r)
+	}
+	code, stdout, _ = runCLI(t, "rknn", "verify", out, "--model", model)
+	if code != 0 || !strings.Contains(stdout, "end to end: cosine") || !strings.Contains(stdout, "shard_03.onnx") {
+		t.Fatalf("verify table: exit %d\n%s", code, stdout)
+	}
+	if code, _, stderr = runCLI(t, "rknn", "verify", out, "--model", model, "--min-cosine", "1.5"); code != exitError || !strings.Contains(stderr, "does not verify") {
+		t.Fatalf("verify under min-cosine: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr = runCLI(t, "rknn", "shard", model, "-o", filepath.Join(dir, "o2"), "--barrier", "wall"); code != exitUsage || !strings.Contains(stderr, "--barrier") {
+		t.Fatalf("bad --barrier: exit %d, %s", code, stderr)
+	}
+	if code, _, _ = runCLI(t, "rknn", "verify", out); code != exitUsage {
+		t.Fatalf("verify without --model: exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "o2")); !os.IsNotExist(err) {
+		t.Fatal("a refused shard left its OUT")
+	}
+}

@@ -1,0 +1,5 @@
+package onnx_test
+
+import "unsafe"
+
+func unsafePointer(p *byte) unsafe.Pointer { return unsafe.Pointer(p) }

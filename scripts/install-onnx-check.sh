@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs Debian's python3-onnx, the independent ONNX checker the tests of
+# format/onnx and rknn use (onnx.checker.check_model(full_check=True) on
+# every shard, onnx.load/SerializeToString for the byte-exact round trip,
+# numpy for the reference evaluator's cross-check). `make onnx-check`.
+# The tests skip with a message pointing here when it is absent. Debian's
+# package lives under /usr/bin/python3: a pyenv python3 earlier on PATH does
+# not see it, and the tests look in both.
+set -euo pipefail
+for py in python3 /usr/bin/python3; do
+	if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import onnx, numpy' 2>/dev/null; then
+		echo "install-onnx-check: onnx $("$py" -c 'import onnx; print(onnx.__version__)') is already importable by $py"
+		exit 0
+	fi
+done
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "install-onnx-check: no apt-get here; install the onnx Python package (pip install onnx numpy) for python3" >&2
+	exit 1
+fi
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends python3-onnx python3-numpy
+/usr/bin/python3 -c 'import onnx; print("install-onnx-check: onnx", onnx.__version__)'
