@@ -8,7 +8,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/edgectl/edgectl/internal/version.Version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: all build test fuzz test-arm64 tokenizers-ref onnx-check lint bench bench-llamacpp demo cross loadtest clean
+.PHONY: all build test fuzz test-arm64 test-browser tokenizers-ref onnx-check lint bench bench-llamacpp demo cross loadtest clean
 
 all: build
 
@@ -41,6 +41,10 @@ fuzz: ## each fuzz target for FUZZTIME (3s): the format readers, chat templates
 
 test-arm64: ## the engine, format and quant tests built for linux/arm64, run under qemu-user (apt-get install qemu-user)
 	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 ./engine/cpu ./engine/tokenizer ./format/... ./quant ./sherry
+
+test-browser: ## the chat page in headless Chromium (installs Debian's chromium first: scripts/install-chromium.sh)
+	./scripts/install-chromium.sh
+	$(GO) test -count=1 -timeout 5m -run 'TestChatPage' ./serve/
 
 tokenizers-ref: ## WordPiece ids against Hugging Face's own tokenizers (npm, into ~/.cache/edgectl-test/node: scripts/install-tokenizers-ref.sh)
 	./scripts/install-tokenizers-ref.sh

@@ -49,6 +49,9 @@ type CompletionRequest struct {
 	Echo   *bool   `json:"echo,omitempty"`
 	BestOf *int    `json:"best_of,omitempty"`
 	Suffix *string `json:"suffix,omitempty"`
+	// ResponseFormat is chat's response_format, an extension here (OpenAI's
+	// legacy completions have none; llama.cpp's server takes it).
+	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
 	GenerationParams
 }
 

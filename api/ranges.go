@@ -23,6 +23,7 @@ const maxCount = math.MaxInt32
 var Ranges = map[string]Range{
 	"max_tokens":            {0, maxCount, true},
 	"max_completion_tokens": {0, maxCount, true},
+	"max_output_tokens":     {1, maxCount, true}, // /v1/responses (OpenAI's minimum is 16; 1 is what a model can do)
 	"temperature":           {0, 2, false},
 	"top_p":                 {0, 1, false},
 	"min_p":                 {0, 1, false},

@@ -50,6 +50,10 @@ type Found struct {
 	ContextLength int    // the model's own context limit; 0 when unknown
 	Family        string // the model family (config.json's model_type); "" when unknown
 	Quantization  string // as ModelInfo.Quantization (F32, BF16, …); "" when unknown
+	// EmbedOnly: an encoder (BERT) that embeds and cannot generate;
+	// Pooling its pooling rule when the files name one (engine/embed.go).
+	EmbedOnly bool
+	Pooling   string
 }
 
 // LoadOptions tune how a model is loaded.
@@ -114,6 +118,15 @@ type ModelInfo struct {
 	SizeBytes     int64  `json:"size_bytes"` // memory the model holds while loaded
 	ChatTemplate  string `json:"chat_template,omitempty"`
 	EOSTokenIDs   []int  `json:"eos_token_ids,omitempty"`
+	// Embeds: the model implements Embedder; EmbedOnly: it cannot
+	// generate (an encoder); Pooling: PoolMean, PoolCLS or PoolLast;
+	// EmbedNormalized: its own files L2-normalise the pooled vector;
+	// EmbedLength: the vector's length.
+	Embeds          bool   `json:"embeds,omitempty"`
+	EmbedOnly       bool   `json:"embed_only,omitempty"`
+	Pooling         string `json:"pooling,omitempty"`
+	EmbedNormalized bool   `json:"embed_normalized,omitempty"`
+	EmbedLength     int    `json:"embedding_length,omitempty"`
 }
 
 // Message is one chat turn. It is the chat template's own message type,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/clip"
 )
 
 // repoCache is one repository's folder in the huggingface_hub cache:
@@ -30,7 +31,7 @@ type repoCache struct {
 }
 
 var (
-	repoIDRe = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9_.\-]*/)?[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$`)
+	repoIDRe = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$`) // the Hub's names are at most 96 characters
 	commitRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
 	etagRe   = regexp.MustCompile(`^[A-Za-z0-9_\-]+$`)
 	sha256Re = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -41,7 +42,7 @@ var (
 func checkRepoID(repo string) error {
 	if !repoIDRe.MatchString(repo) || strings.Contains(repo, "--") || strings.Contains(repo, "..") ||
 		strings.HasSuffix(repo, ".git") {
-		return fmt.Errorf("%q is not a Hub model id: write it as ORG/NAME (letters, digits, '-', '_', '.'), e.g. Qwen/Qwen2.5-0.5B", repo)
+		return fmt.Errorf("%s is not a Hub model id: write it as ORG/NAME (letters, digits, '-', '_', '.'), e.g. Qwen/Qwen2.5-0.5B", clip.Quote(repo))
 	}
 	return nil
 }
@@ -220,7 +221,7 @@ func (r repoCache) listSnapshot(commit string) ([]cachedFile, error) {
 func ParseRef(ref string) (repo, revision string, err error) {
 	repo, revision, hasAt := strings.Cut(ref, "@")
 	if strings.Contains(ref, "://") || (hasAt && revision == "") {
-		return "", "", fmt.Errorf("%q: give a Hub model as ORG/NAME[@REVISION], e.g. Qwen/Qwen2.5-0.5B@main", ref)
+		return "", "", fmt.Errorf("%s: give a Hub model as ORG/NAME[@REVISION], e.g. Qwen/Qwen2.5-0.5B@main", clip.Quote(ref))
 	}
 	if err := checkRepoID(repo); err != nil {
 		return "", "", err

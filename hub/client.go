@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgectl/edgectl/internal/clip"
 	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/version"
 )
@@ -66,6 +67,7 @@ type RetryPolicy struct {
 	Base          time.Duration // first delay (default 1s)
 	Max           time.Duration // longest computed delay (default 30s)
 	MaxRetryAfter time.Duration // cap on a server's Retry-After (default 5m)
+	Deadline      time.Duration // total wait of one request's retries (default DefaultRetryDeadline; retry.go)
 	// Sleep waits d or until ctx ends; tests replace it to run fast.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -99,7 +101,7 @@ func (c *Client) Config() Config { return c.cfg }
 
 func (p RetryPolicy) attempts() int {
 	if p.Attempts <= 0 {
-		return 6
+		return DefaultRetries + 1
 	}
 	return p.Attempts
 }
@@ -156,7 +158,9 @@ func (t *transient) Unwrap() error { return t.err }
 // withRetry runs try until it succeeds, fails for good, or the attempts run
 // out; onRetry hears about each wait.
 func (c *Client) withRetry(ctx context.Context, what string, onRetry func(attempt int, d time.Duration, err error), try func() error) error {
+	onRetry = retryHook(ctx, what, onRetry) // no silent waits
 	failures := 0
+	var waited time.Duration
 	for {
 		err := try()
 		if err == nil {
@@ -180,6 +184,10 @@ func (c *Client) withRetry(ctx context.Context, what string, onRetry func(attemp
 			return errkind.Errorf(errkind.Network, "%s: network failure after %d tries: %w (check the connection or HF_ENDPOINT)", what, failures, t.err)
 		}
 		d := c.Retry.delay(failures, t.retryAfter)
+		if waited+d > c.Retry.deadline() {
+			return errkind.Errorf(errkind.Network, "%s: still failing after %d tries and %v of waiting (%w); the next wait, %v, would pass the %v retry budget: check the connection or HF_ENDPOINT", what, failures, waited.Round(time.Second), t.err, d.Round(time.Second), c.Retry.deadline())
+		}
+		waited += d
 		if onRetry != nil {
 			onRetry(failures, d, t.err)
 		}
@@ -225,6 +233,9 @@ func (c *Client) do(ctx context.Context, method, rawURL string, hdr http.Header,
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if cause := unreachable(err); cause != "" {
+				return nil, errkind.Errorf(errkind.Network, "cannot reach %s: %s (%s %s); check HF_ENDPOINT and the network (not retried)", u.Scheme+"://"+u.Host, cause, method, redact(u))
 			}
 			return nil, &transient{err: fmt.Errorf("%s %s: %w", method, redact(u), err)}
 		}
@@ -298,7 +309,7 @@ func (t target) String() string {
 		s += "@" + t.revision
 	}
 	if t.file != "" {
-		s += ": " + t.file
+		s += ": " + clip.Text(t.file) // a name from the Hub's listing
 	}
 	return s
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/edgectl/edgectl/internal/clip"
 	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/pathguard"
 	"github.com/edgectl/edgectl/internal/progress"
@@ -63,7 +64,7 @@ func (c *Client) Snapshot(ctx context.Context, repo, revision string, opts Snaps
 		return nil, err
 	}
 	if strings.Contains(revision, "..") || strings.HasPrefix(revision, "/") {
-		return nil, fmt.Errorf("revision %q is not a branch, tag or commit", revision)
+		return nil, fmt.Errorf("revision %s is not a branch, tag or commit", clip.Quote(revision))
 	}
 	include, err := compilePatterns(opts.Include)
 	if err != nil {
@@ -80,6 +81,7 @@ func (c *Client) Snapshot(ctx context.Context, repo, revision string, opts Snaps
 	if emit == nil {
 		emit = func(progress.Event) {}
 	}
+	ctx = withRetryEvents(ctx, repo, emit) // the listing's retries are heard too
 	rc := newRepoCache(c.cfg.CacheDir, repo)
 
 	var snap *Snapshot

@@ -18,6 +18,9 @@ func htokPath(out string) string {
 // outputPaths lists the files (or, for gptq-int4, the one directory) a pack
 // writes.
 func outputPaths(opts Options) []string {
+	if atomicfile.IsStream(opts.Output) {
+		return []string{opts.Output} // no sidecar beside a device, FIFO or stdout
+	}
 	switch opts.Format {
 	case FormatSherry, FormatHALO2, FormatTQ1H:
 		return []string{opts.Output, htokPath(opts.Output)}
@@ -52,7 +55,15 @@ func inputPaths(input string) []string {
 // guardOutputs refuses outputs that alias the input (*pathguard.Error),
 // then removes what killed runs writing the same outputs left behind.
 func guardOutputs(opts Options) (removed []string, err error) {
+	if opts.Format != FormatGPTQInt4 {
+		if err := atomicfile.CheckOutput(opts.Output); err != nil {
+			return nil, err // -o DIR, a socket: refused before any work
+		}
+	}
 	in := inputPaths(opts.Input)
+	if atomicfile.IsStream(opts.Output) {
+		return nil, nil // nothing is renamed there, so nothing can be left
+	}
 	outs := outputPaths(opts)
 	for _, out := range outs {
 		if opts.Format == FormatGPTQInt4 {
@@ -85,6 +96,9 @@ func guardOutputs(opts Options) (removed []string, err error) {
 // guardOutputs, so the aliasing rules hold for the resolved paths.
 func makeOutputParents(opts Options) error {
 	for _, out := range outputPaths(opts) {
+		if atomicfile.IsStream(out) {
+			continue
+		}
 		d := filepath.Dir(filepath.Clean(out))
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("-o %s: cannot create its directory %s: %w", out, d, err)

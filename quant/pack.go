@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/internal/progress"
 )
@@ -32,7 +34,9 @@ var Formats = []string{FormatTQ2_0, FormatTQ1_0, FormatF16, FormatF32, FormatShe
 // Options configure Pack.
 type Options struct {
 	Input  string // safetensors file or checkpoint directory
-	Output string // .gguf / .h1b file, or a directory for gptq-int4
+	Output string // .gguf / .h1b file, or a directory for gptq-int4; "-" or a device/FIFO streams (atomicfile.CreateOutput)
+	// Stdout is where Output "-" writes (os.Stdout when nil).
+	Stdout io.Writer
 	Format string
 	// Ternarize is auto (default), absmean or none; ignored by gptq-int4.
 	Ternarize string
@@ -86,6 +90,9 @@ func Pack(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if opts.Output == "" {
 		return nil, fmt.Errorf("no output path: pass -o OUT")
+	}
+	if opts.Format == FormatGPTQInt4 && atomicfile.IsStream(opts.Output) {
+		return nil, errkind.Errorf(errkind.Usage, "-o %s: gptq-int4 writes a checkpoint directory, which cannot be streamed; name a new directory", opts.Output)
 	}
 	if _, err := os.Stat(opts.Input); err != nil {
 		return nil, err

@@ -236,7 +236,7 @@ func (p *packer) packGGUF(ctx context.Context) error {
 // writeGGUF writes the metadata meta sets and the planned tensors to
 // opts.Output atomically.
 func (p *packer) writeGGUF(ctx context.Context, plan []*ggufTensor, meta func(set func(string, any))) error {
-	f, err := atomicfile.Create(p.opts.Output, 0o644)
+	f, err := atomicfile.CreateOutput(p.opts.Output, 0o644, p.opts.Stdout)
 	if err != nil {
 		return err
 	}
@@ -271,11 +271,10 @@ func (p *packer) writeGGUF(ctx context.Context, plan []*ggufTensor, meta func(se
 	if err := w.Finish(); err != nil {
 		return err
 	}
-	st, _ := f.Stat()
 	if err := f.Commit(); err != nil {
 		return err
 	}
-	p.res.OutputBytes = st.Size()
+	p.res.OutputBytes = f.Written()
 	p.res.Files = []string{p.opts.Output}
 	return nil
 }

@@ -79,7 +79,7 @@ func (p *packer) packH1B(ctx context.Context) error {
 		return err
 	}
 
-	f, err := atomicfile.Create(p.opts.Output, 0o644)
+	f, err := atomicfile.CreateOutput(p.opts.Output, 0o644, p.opts.Stdout)
 	if err != nil {
 		return err
 	}
@@ -148,10 +148,11 @@ func (p *packer) packH1B(ctx context.Context) error {
 	if err := w.Finish(); err != nil {
 		return err
 	}
-	st, _ := f.Stat()
 	out := []string{p.opts.Output}
 	var tf *atomicfile.File
-	if tok != nil {
+	if tok != nil && f.Streaming {
+		p.warn("-o %s is a stream (device, FIFO or stdout): no .htok sidecar written beside it", p.opts.Output)
+	} else if tok != nil {
 		path := htokPath(p.opts.Output)
 		if tf, err = atomicfile.Create(path, 0o644); err != nil {
 			return err
@@ -170,7 +171,7 @@ func (p *packer) packH1B(ctx context.Context) error {
 			return err
 		}
 	}
-	p.res.OutputBytes = st.Size()
+	p.res.OutputBytes = f.Written()
 	p.res.Files = out
 	return nil
 }

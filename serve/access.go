@@ -139,7 +139,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			return
 		}
 		h.Add("Vary", "Origin")
-		if !originAllowed(patterns, origin) {
+		if !originAllowed(patterns, origin) && !sameOrigin(origin, r.Host) {
 			refuse(w, r, http.StatusForbidden, fmt.Sprintf("origin %q is not allowed: edgectl answers browsers only from local pages and apps; allow it with --origins or EDGECTL_ORIGINS", origin))
 			return
 		}
@@ -158,6 +158,14 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		h.Set("Access-Control-Expose-Headers", "Retry-After")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sameOrigin reports whether origin is the server's own (the chat page at
+// /, opened by a LAN address or name): safe to allow, since checkHost has
+// already refused foreign Hosts when there is no API key, and with one the
+// key guards the API.
+func sameOrigin(origin, host string) bool {
+	return host != "" && (strings.EqualFold(origin, "http://"+host) || strings.EqualFold(origin, "https://"+host))
 }
 
 // requestedHeaders echoes a preflight's header list when every name in it
@@ -180,8 +188,13 @@ func requestedHeaders(list string) string {
 }
 
 // refuse answers a request a middleware stops, in its route's dialect:
-// OpenAI's error object under /v1/, Ollama's {"error": …} elsewhere.
+// Anthropic's error under /v1/messages, OpenAI's error object elsewhere
+// under /v1/, Ollama's {"error": …} elsewhere.
 func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if isAnthropicPath(r.URL.Path) {
+		writeAnthropicError(w, code, msg)
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		writeOpenAIError(w, code, msg)
 		return

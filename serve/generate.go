@@ -192,7 +192,7 @@ func openAIErrorType(code int) string {
 }
 
 func openAIError(code int, msg string) api.ErrorEnvelope {
-	e := api.ErrorEnvelope{Error: api.ErrorBody{Message: msg, Type: openAIErrorType(code)}}
+	e := api.ErrorEnvelope{Error: api.ErrorBody{Message: clipMessage(msg), Type: openAIErrorType(code)}} // one line, ≤ 1 KiB (limits.go)
 	switch code {
 	case http.StatusNotFound:
 		c := "model_not_found"
@@ -209,7 +209,7 @@ func writeOpenAIError(w http.ResponseWriter, code int, msg string) {
 }
 
 func writeOllamaError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, api.OllamaError{Error: msg})
+	writeJSON(w, code, api.OllamaError{Error: clipMessage(msg)}) // one line, ≤ 1 KiB (limits.go)
 }
 
 // sampling converts API sampling fields.

@@ -13,8 +13,10 @@ import (
 // vocabulary lacks (it has no byte tokens either), and the existing token
 // whose trained LM-head row each new token copies: closers take '.'s (the
 // model ends things where it ends sentences), openers the rare '<'. The
-// '/' is for Hermes' closing </tool_call> (tools_test.go).
-var jsonTokens = [][2]string{{"{", "<"}, {"}", "."}, {"[", "<"}, {"]", "."}, {"/", "<"}}
+// '/' is for Hermes' closing </tool_call> (tools_test.go), '=' and '`'
+// for harmony's to=functions., functionary's <function= and Command R's
+// fences (tools_families_test.go).
+var jsonTokens = [][2]string{{"{", "<"}, {"}", "."}, {"[", "<"}, {"]", "."}, {"/", "<"}, {"=", "<"}, {"`", "<"}}
 
 // jsonTinyDir writes the tinystories fixture into root/name with
 // jsonTokens appended to its vocabulary (ids 2048…): the trained model,

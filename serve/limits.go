@@ -7,7 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
 	"time"
+
+	"github.com/edgectl/edgectl/internal/clip"
 )
 
 // readBody reads a request's body before its handler runs, within
@@ -75,3 +82,49 @@ func mib(n int64) string {
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
+
+// absPath finds absolute file-system paths in a message: a slash after
+// the start, a space, a quote, '(' or '=' and at least two components.
+var absPath = regexp.MustCompile(`(^|[\s"'(=])(/[^\s"'()/]+(?:/[^\s"'():,;]+)+)`)
+
+// clientMessage is err's message as an API client sees it. The server's
+// file-system paths are not the client's business: a model's path becomes
+// its name, a models directory "<models>", and any other absolute path
+// whose top directory exists here ".../BASENAME"; the server log keeps the
+// full message when anything was hidden. The message is one line, at most
+// clip.MaxMessage bytes.
+func (s *Server) clientMessage(err error) string {
+	msg := err.Error()
+	out := msg
+	if s.reg != nil {
+		entries := s.reg.List()
+		sort.Slice(entries, func(i, j int) bool { return len(entries[i].Path) > len(entries[j].Path) })
+		for _, e := range entries {
+			if filepath.IsAbs(e.Path) {
+				out = strings.ReplaceAll(out, e.Path, e.Name)
+			}
+		}
+	}
+	for _, d := range s.opts.ModelDirs {
+		if abs, err := filepath.Abs(d); err == nil && abs != "/" {
+			out = strings.ReplaceAll(out, abs, "<models>")
+		}
+	}
+	out = absPath.ReplaceAllStringFunc(out, func(m string) string {
+		i := strings.IndexByte(m, '/')
+		p := m[i:]
+		top := p[:strings.IndexByte(p[1:], '/')+1]
+		if _, err := os.Stat(top); err != nil {
+			return m // not a path of this machine ("/v1/models")
+		}
+		return m[:i] + ".../" + filepath.Base(p)
+	})
+	if out != msg && s.opts.Logf != nil {
+		s.opts.Logf("error (paths hidden from the client): %s", clip.Text(strings.ReplaceAll(msg, "\n", " ")))
+	}
+	return clipMessage(out)
+}
+
+// clipMessage keeps a message on one line and within clip.MaxMessage
+// bytes, every overlong word clipped with its length (internal/clip).
+func clipMessage(msg string) string { return clip.Message(msg) }

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/edgectl/edgectl/internal/clip"
 )
 
 // unknownModel is the model label of a request for a name that is not
@@ -197,7 +199,7 @@ type noteKey struct{}
 // failed after its 200; 499 for a client that left).
 func note(r *http.Request, model string, code int) {
 	if n, _ := r.Context().Value(noteKey{}).(*reqNote); n != nil {
-		n.model, n.code = model, code
+		n.model, n.code = clip.Text(model), code // the access log's line stays short
 	}
 }
 

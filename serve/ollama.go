@@ -11,6 +11,7 @@ import (
 	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/toolcall"
+	"github.com/edgectl/edgectl/internal/clip"
 	"github.com/edgectl/edgectl/internal/version"
 )
 
@@ -43,11 +44,11 @@ func (s *Server) ollamaFail(w http.ResponseWriter, r *http.Request, model string
 	if code == 499 {
 		return
 	}
-	writeOllamaError(w, code, err.Error())
+	writeOllamaError(w, code, s.clientMessage(err)) // no server paths, one bounded line (limits.go)
 }
 
 func ollamaNotFound(model string) error {
-	return fmt.Errorf("model %q not found, try pulling it first (edgectl serves what --models dirs hold; GET /api/tags lists them)", model)
+	return fmt.Errorf("model %s not found, try pulling it first (GET /api/tags lists what the --models dirs hold)", clip.Quote(model))
 }
 
 func (s *Server) ollamaOptions(o *api.Options) (engine.Request, error) {

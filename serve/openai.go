@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
+	"github.com/edgectl/edgectl/internal/clip"
 )
 
 const fingerprint = "fp_edgectl"
@@ -130,6 +131,12 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		Sampling: sampling(req.Temperature, req.TopP, req.MinP, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty, req.TopK, nil, req.Seed)}
 	ereq.TopLogprobs, _ = completionLogprobsField(req.Logprobs) // checked above
 	ereq.Logprobs = ereq.TopLogprobs > 0
+	format, err := chatFormat(req.ResponseFormat) // serve/format.go, as on chat
+	if err != nil {
+		s.openAIFail(w, r, req.Model, http.StatusBadRequest, err)
+		return
+	}
+	ereq.Format = format
 	if req.MaxTokens != nil {
 		ereq.MaxTokens = *req.MaxTokens
 	}
@@ -143,9 +150,15 @@ func (s *Server) openAIFail(w http.ResponseWriter, r *http.Request, model string
 	if code == 499 {
 		return
 	}
-	e := openAIError(code, err.Error())
+	e := openAIError(code, s.clientMessage(err)) // no server paths, one bounded line (limits.go)
 	e.Error.Param = fieldParam(err)
 	writeJSON(w, code, e)
+}
+
+// modelNotFound is the 404 of the /v1 routes (OpenAI, Anthropic): the name
+// clipped, and where to look.
+func modelNotFound(model string) error {
+	return fmt.Errorf("model %s not found: GET /v1/models lists what the model dirs hold", clip.Quote(model))
 }
 
 // openAIGenerate serves chat (chat=true) and text completions, streamed or
@@ -153,28 +166,13 @@ func (s *Server) openAIFail(w http.ResponseWriter, r *http.Request, model string
 // finish chunk, the usage chunk when asked for, [DONE].
 func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model string, ka *time.Duration, ereq engine.Request, stream, includeUsage, chat bool) {
 	start := time.Now()
-	e, ok := s.reg.Lookup(model)
-	if !ok {
-		s.openAIFail(w, r, model, http.StatusNotFound, fmt.Errorf("model %q not found: GET /v1/models lists what the model dirs hold", model))
-		return
-	}
-	if err := checkLaneFields(e, ereq, ""); err != nil {
-		s.openAIFail(w, r, model, http.StatusBadRequest, err)
-		return
-	}
-	l, err := s.sched.Acquire(r.Context(), e, ka)
+	e, l, ts, ereq, err := s.leaseTurn(r, model, ka, ereq) // serve/turn.go
 	if err != nil {
-		s.openAIFail(w, r, model, httpStatus(err), err)
+		code, err := turnStatus(err)
+		s.openAIFail(w, r, model, code, err)
 		return
 	}
 	defer l.Release()
-	tf, err := leaseTools(e, l, ereq) // the format tool calls are parsed in (serve/tools.go)
-	if err != nil {
-		s.openAIFail(w, r, model, http.StatusBadRequest, err)
-		return
-	}
-	ts := newToolStream(tf, ereq.Tools)
-	ereq = prepare(l, ereq)
 
 	id, created := newID("chatcmpl-"), time.Now().Unix()
 	object := "chat.completion.chunk"

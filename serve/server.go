@@ -148,7 +148,7 @@ func New(opts Options) (*Server, error) {
 	go s.mon.run()
 	// Outside in: count everything; refuse foreign Hosts and origins
 	// before anything runs; the key; then the body, read within limits.
-	s.handler = s.observe(s.checkHost(s.cors(s.auth(s.readBody(s.mux)))))
+	s.handler = s.observe(s.checkHost(s.cors(s.auth(s.readBody(s.routed(s.mux))))))
 	return s, nil
 }
 
@@ -169,10 +169,16 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("POST /v1/chat/completions", s.handleChatCompletions)
 	m.HandleFunc("POST /v1/completions", s.handleCompletions)
+	m.HandleFunc("POST /v1/responses", s.handleResponses)               // serve/responses.go
+	m.HandleFunc("POST /v1/messages", s.handleMessages)                 // serve/anthropic.go
+	m.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens) // serve/anthropic.go
+	m.HandleFunc("POST /v1/embeddings", s.handleOpenAIEmbeddings)       // serve/embed.go
 	m.HandleFunc("GET /v1/models", s.handleModels)
 	m.HandleFunc("GET /v1/models/{id...}", s.handleModel)
 	m.HandleFunc("POST /api/generate", s.handleGenerate)
 	m.HandleFunc("POST /api/chat", s.handleChat)
+	m.HandleFunc("POST /api/embed", s.handleOllamaEmbed)
+	m.HandleFunc("POST /api/embeddings", s.handleOllamaEmbeddings)
 	m.HandleFunc("GET /api/tags", s.handleTags)
 	m.HandleFunc("HEAD /api/tags", s.handleTags)
 	m.HandleFunc("GET /api/ps", s.handlePS)
@@ -181,23 +187,26 @@ func (s *Server) routes() {
 	m.HandleFunc("HEAD /api/version", s.handleVersion)
 	m.HandleFunc("GET /health", s.handleHealth)
 	m.HandleFunc("GET /metrics", s.handleMetrics)
-	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "edgectl is running") })
+	m.HandleFunc("GET /{$}", s.handleRoot) // the chat page to browsers (serve/chatpage.go)
 	m.HandleFunc("HEAD /{$}", func(w http.ResponseWriter, r *http.Request) {})
 	s.mux = m
 }
 
-// auth requires `Authorization: Bearer KEY` on every route but /health.
+// auth requires `Authorization: Bearer KEY` (or Anthropic's `x-api-key:
+// KEY`) on every route but /health and / (the chat page, which asks for
+// the key).
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.opts.APIKey == "" {
 		return next
 	}
-	want := []byte("Bearer " + s.opts.APIKey)
+	want, key := []byte("Bearer "+s.opts.APIKey), []byte(s.opts.APIKey)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1 {
+		if r.URL.Path == "/health" || isChatPage(r) || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1 ||
+			subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Api-Key")), key) == 1 { // Anthropic's clients send the key so
 			next.ServeHTTP(w, r)
 			return
 		}
-		refuse(w, r, http.StatusUnauthorized, "missing or wrong API key: send Authorization: Bearer <key>")
+		refuse(w, r, http.StatusUnauthorized, "missing or wrong API key: send Authorization: Bearer <key> (or x-api-key: <key>)")
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/edgectl/edgectl/engine/cpu"
 	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
@@ -100,6 +101,11 @@ func runInspect(ctx context.Context, io *cli.IO, o *inspectOptions) error {
 	if err != nil {
 		return err
 	}
+	if r.Format == "checkpoint" || r.Format == "gguf" {
+		if e, err := cpu.DescribeEmbedding(o.Path); err == nil {
+			r.Embedding = &e
+		}
+	}
 	if o.Tensor != "" {
 		for _, t := range r.Tensors {
 			if t.Name == o.Tensor {
@@ -141,6 +147,9 @@ func printReport(io *cli.IO, r *report) {
 	io.Printf("dtypes:       %s\n", strings.Join(dts, ", "))
 	if t := r.Tokenizer; t != nil {
 		io.Printf("tokenizer:    %s, %d tokens (%s)\n", t.Model, t.VocabSize, strings.Join(t.Files, ", "))
+	}
+	if e := r.Embedding; e != nil {
+		io.Printf("embedding:    %s\n", embeddingLine(e))
 	}
 	if len(r.Metadata) > 0 {
 		keys := make([]string, 0, len(r.Metadata))

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/edgectl/edgectl/engine/cpu"
 )
 
 // report is what `edgectl inspect` prints, for every format. Fields a format
@@ -20,7 +22,9 @@ type report struct {
 	Metadata     map[string]any `json:"metadata,omitempty"`
 	Files        []string       `json:"files,omitempty"`
 	Tokenizer    *tokenizerInfo `json:"tokenizer,omitempty"`
-	Tensors      []tensorEntry  `json:"tensors"`
+	// Embedding is how the CPU engine embeds with it (edgectl embed).
+	Embedding *cpu.EmbeddingSpec `json:"embedding,omitempty"`
+	Tensors   []tensorEntry      `json:"tensors"`
 }
 
 type dims struct {

@@ -26,6 +26,7 @@ type pullOptions struct {
 	Exclude  []string
 	LocalDir string
 	Jobs     int
+	Retries  int
 	Token    string
 }
 
@@ -64,6 +65,7 @@ Exit codes: 10 not found, 11 gated/private (accept the licence or set HF_TOKEN),
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "skip files matching this glob; repeatable")
 	f.StringVar(&o.LocalDir, "local-dir", "", "also copy the files into DIR as real files (not symlinks)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 4, "files downloaded at once")
+	f.IntVar(&o.Retries, "retries", hub.DefaultRetries, fmt.Sprintf("retries of a failed request: dropped connections, timeouts, 429, 5xx; backoff up to 30s, at most %v of waiting per request (a refused or unreachable endpoint fails at once)", hub.DefaultRetryDeadline))
 	f.StringVar(&o.Token, "token", "", "Hub access token (default: HF_TOKEN, then the token file under HF_HOME)")
 	return cmd
 }
@@ -87,6 +89,7 @@ func runPull(ctx context.Context, io *cli.IO, o *pullOptions) error {
 	if err != nil {
 		return err
 	}
+	c.Retry.Attempts = o.Retries + 1
 	view := newEventView(io, true)
 	snap, err := c.Snapshot(ctx, repo, rev, hub.SnapshotOptions{
 		Include: o.Include, Exclude: o.Exclude, Jobs: o.Jobs, LocalDir: o.LocalDir, OnEvent: view.on,

@@ -121,7 +121,7 @@ func TestPullExitCodes(t *testing.T) {
 		{[]string{"pull", "acme/tiny", "--include", "*.gguf"}, nil, exitNotFound, "no file of acme/tiny@main matches --include *.gguf"},
 		{[]string{"pull", "https://huggingface.co/acme/tiny"}, nil, exitUsage, "ORG/NAME[@REVISION]"},
 		{[]string{"pull", "acme/tiny@"}, nil, exitUsage, "ORG/NAME[@REVISION]"},
-		{[]string{"pull", "acme/tiny", "--jobs", "0"}, nil, exitUsage, "--jobs 0"},
+		{[]string{"pull", "acme/tiny", "--jobs", "0"}, nil, exitUsage, `"0" for "-j, --jobs" flag: out of range; want [1, 64]`},
 		{[]string{"pull", "../../etc"}, nil, exitUsage, "is not a Hub model id"},
 	}
 	for _, tc := range cases {

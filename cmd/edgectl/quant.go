@@ -100,9 +100,12 @@ func runQuantPack(ctx context.Context, io *cli.IO, o *quantPackOptions) error {
 	if o.Threads < 0 {
 		return usagef("--threads %d: want 0 (all cores) or more", o.Threads)
 	}
+	if o.Output == "-" && io.JSON {
+		return usagef("-o - writes the model to stdout, where --json would write too; use one")
+	}
 	view := newEventView(io, true)
 	res, err := quant.Pack(ctx, quant.Options{
-		Input: o.Input, Output: o.Output, Format: o.Format, Ternarize: o.Ternarize,
+		Input: o.Input, Output: o.Output, Stdout: io.Out, Format: o.Format, Ternarize: o.Ternarize,
 		Threads: o.Threads, TokenizerPre: o.TokenizerPre, OnEvent: view.on,
 	})
 	view.finish()
@@ -116,7 +119,11 @@ func runQuantPack(ctx context.Context, io *cli.IO, o *quantPackOptions) error {
 	if len(res.StaleRemoved) > 0 {
 		io.Logf("removed %d temporaries left by killed runs: %s", len(res.StaleRemoved), strings.Join(res.StaleRemoved, ", "))
 	}
-	io.Printf("wrote %s (%s, %s → %s in %.1fs, %.2f GB/s)\n", strings.Join(res.Files, ", "), res.Format,
+	say := io.Printf
+	if o.Output == "-" { // stdout carries the model: the summary goes to stderr
+		say = func(format string, a ...any) { io.Logf("%s", strings.TrimSuffix(fmt.Sprintf(format, a...), "\n")) }
+	}
+	say("wrote %s (%s, %s → %s in %.1fs, %.2f GB/s)\n", strings.Join(res.Files, ", "), res.Format,
 		units.Bytes(res.InputBytes), units.Bytes(res.OutputBytes), res.Seconds, float64(res.InputBytes)/1e9/max(res.Seconds, 1e-9))
 	return nil
 }

@@ -38,8 +38,14 @@ func TestRknnShardVerifyCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "end to end: cosine") || !strings.Contains(stdout, "shard_03.onnx") {
 		t.Fatalf("verify table: exit %d\n%s", code, stdout)
 	}
-	if code, _, stderr = runCLI(t, "rknn", "verify", out, "--model", model, "--min-cosine", "1.5"); code != exitError || !strings.Contains(stderr, "does not verify") {
-		t.Fatalf("verify under min-cosine: exit %d, %s", code, stderr)
+	// Unscaled (s = 1), the chain overflows FP16 as the original does:
+	// verify must fail it.
+	unscaled := filepath.Join(dir, "unscaled")
+	if code, _, stderr = runCLI(t, "rknn", "shard", model, "-o", unscaled, "--sram-kb", "4", "--scale", "1"); code != 0 {
+		t.Fatalf("shard --scale 1: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr = runCLI(t, "rknn", "verify", unscaled, "--model", model); code != exitError || !strings.Contains(stderr, "does not verify") {
+		t.Fatalf("verify of an unscaled chain: exit %d, %s", code, stderr)
 	}
 	if code, _, stderr = runCLI(t, "rknn", "shard", model, "-o", filepath.Join(dir, "o2"), "--barrier", "wall"); code != exitUsage || !strings.Contains(stderr, "--barrier") {
 		t.Fatalf("bad --barrier: exit %d, %s", code, stderr)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/clip"
 	"github.com/edgectl/edgectl/internal/errkind"
 )
 
@@ -29,10 +30,11 @@ func execute(ctx context.Context, io *cli.IO, root *cobra.Command, args []string
 	code := exitCode(err) // usage errors are marked where cobra makes them (usage.go)
 	var silent *silentError
 	if !errors.As(err, &silent) {
+		msg := clip.Message(err.Error()) // one line; a 10 KB path or id is clipped with its length
 		if io.JSON {
-			io.Event(map[string]any{"event": "error", "error": err.Error(), "exit_code": code})
+			io.Event(map[string]any{"event": "error", "error": msg, "exit_code": code})
 		}
-		fmt.Fprintf(io.ErrOut, "edgectl: %v\n", err)
+		fmt.Fprintf(io.ErrOut, "edgectl: %s\n", msg)
 	}
 	return code
 }
@@ -71,6 +73,7 @@ compiler, and serves the result over OpenAI- and Ollama-compatible APIs.`,
 		root.AddCommand(add(io))
 	}
 	typeArgErrors(root)
+	checkNumericFlags(root) // flags_numeric.go: NaN, ±Inf and out-of-range values are usage errors
 	return root
 }
 

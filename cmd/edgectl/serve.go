@@ -47,11 +47,13 @@ func newServeCmdWith(io *cli.IO, runF func(context.Context, *cli.IO, *serveOptio
 	opts := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve models over OpenAI- and Ollama-compatible APIs on CPU, NPU and upstream lanes",
+		Short: "Serve models over OpenAI-, Ollama- and Anthropic-compatible APIs on CPU, NPU and upstream lanes",
 		Long: `Serve exposes every model found in the --models directories (Hugging Face
 checkpoints, .gguf, .h1b: CPU lane; compiled ax-llm directories: NPU lane via
 the vendor runtime) and every upstream server in --config over one HTTP API:
-OpenAI /v1/chat/completions, /v1/completions, /v1/models and Ollama /api/*.
+OpenAI /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings,
+/v1/models; Anthropic /v1/messages; Ollama /api/*; a chat page at / for
+browsers.
 Models load on first use, stay for keep_alive, and are evicted least
 recently used when a lane's memory budget is full. It binds 127.0.0.1 unless
 told otherwise; a non-loopback --addr needs --api-key.`,
@@ -67,7 +69,7 @@ told otherwise; a non-loopback --addr needs --api-key.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&opts.Models, "models", nil, "directory of models, one model, NAME=PATH, or a Hub id ORG/NAME[@REV] (repeatable)")
 	f.StringVar(&opts.Addr, "addr", "127.0.0.1:11434", "listen address (env EDGECTL_HOST)")
-	f.StringVar(&opts.APIKey, "api-key", "", "require Authorization: Bearer KEY on every route but /health (env EDGECTL_API_KEY)")
+	f.StringVar(&opts.APIKey, "api-key", "", "require Authorization: Bearer KEY (or x-api-key: KEY) on every route but /health and the chat page (env EDGECTL_API_KEY)")
 	f.StringVar(&opts.Config, "config", "", "JSON config file: lanes, upstreams, vendor runtime (see docs/serve.md)")
 	f.StringVar(&opts.KeepAlive, "keep-alive", "5m", "default time an idle model stays loaded (-1: forever, 0: unload after each request; env EDGECTL_KEEP_ALIVE)")
 	f.IntVar(&opts.MaxQueue, "max-queue", 64, "requests that may wait for a slot or a load before 503")

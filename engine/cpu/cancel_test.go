@@ -39,9 +39,11 @@ func TestCancelStopsGenerate(t *testing.T) {
 		within              time.Duration // after the cancel
 		want                error
 	}{
-		// One BPE word of a megabyte (TinyStories has no pre-tokenizer):
-		// seconds of merging.
-		{"tokenizing 1 MB", tinyStories, strings.Repeat(story, 11000), 20 * time.Millisecond, 500 * time.Millisecond, context.Canceled},
+		// One BPE word of half a megabyte (TinyStories' tokenizer has no
+		// pre-tokenizer): seconds of merging. It must fit the 8192-token
+		// context by its byte length, or it is refused before tokenizing
+		// (promptbound.go).
+		{"tokenizing 500 KB", slow, strings.Repeat(story, 5000), 20 * time.Millisecond, 500 * time.Millisecond, context.Canceled},
 		// A match that never ends on its own: stopped by the match
 		// timeout (1 s), the only bound a running regexp2 match has; the
 		// cancel is what Generate reports.

@@ -75,6 +75,10 @@ func (cpuEngine) Load(ctx context.Context, path string, opts engine.LoadOptions)
 		m.info.ChatTemplate = m.tmpl.Source()
 	}
 	m.info.SizeBytes = m.weightBytes()
+	m.describeEmbedding()
+	if m.enc != nil {
+		return m.encoderModel(), nil // bert_load.go
+	}
 	return m, nil
 }
 
@@ -90,6 +94,8 @@ type model struct {
 	pool    *pool
 	tok     *tokenizer.Tokenizer
 	tmpl    *chattemplate.Template
+	pooling poolSpec // how Embed pools (embed_pooling.go)
+	enc     *encoder // a BERT-family encoder's own weights (bert.go); nil for decoders
 	info    engine.ModelInfo
 	closers []ioCloser
 	mem     *arena
@@ -138,6 +144,9 @@ func (m *model) weightBytes() int64 {
 		for _, w := range []linear{L.q, L.k, L.v, L.o, L.gate, L.up, L.down} {
 			n += w.size()
 		}
+	}
+	if m.w.head == nil { // an encoder (bert_load.go sizes its own)
+		return n
 	}
 	return n + m.w.head.size()
 }

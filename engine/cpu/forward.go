@@ -32,6 +32,9 @@ type state struct {
 	part                              []float32 // attention's per-span results (decode)
 	a, b                              acts
 	cos, sin                          []float32
+	// headless: forward stops after the last layer (embeddings read every
+	// position's hidden state from x and need no logits).
+	headless bool
 }
 
 // newState starts an empty sequence; its activations are quantized and
@@ -175,6 +178,9 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 		m.matmulAdd(s.x, s.xn, L.down, &s.b)
 	}
 	s.pos += n
+	if s.headless {
+		return nil, nil
+	}
 	// Only the last token's logits are needed to continue.
 	s.a.reset(1, H)
 	kern.rmsnorm(s.a.f, s.x[(n-1)*H:n*H], m.w.norm, ar.eps)

@@ -24,6 +24,9 @@ func loadGGUF(path string) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if g.Architecture() == "bert" {
+		return loadBertGGUFFile(g) // bert_load.go
+	}
 	m, err := ggufModel(g)
 	if err != nil {
 		g.Close()
@@ -52,6 +55,7 @@ func loadGGUF(path string) (*model, error) {
 		}
 	}
 	m.info.Parameters = m.params()
+	m.pooling = ggufPooling(g, engine.PoolMean)
 	return m, nil
 }
 

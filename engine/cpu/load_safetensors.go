@@ -88,6 +88,9 @@ func loadSafetensors(dir string) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isEncoderConfig(cfg.Text()) {
+		return loadBertSafetensors(dir, cfg) // bert_load.go
+	}
 	a, err := archFromConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -116,6 +119,7 @@ func loadSafetensors(dir string) (*model, error) {
 	}
 	m.info.Quantization = m.quantization()
 	m.info.Parameters = m.params()
+	m.pooling = dirPooling(dir, engine.PoolMean)
 	return m, nil
 }
 

@@ -48,7 +48,9 @@ func probeCheckpoint(dir string) (engine.Found, bool) {
 		t := c.Text()
 		f.Arch, f.ContextLength, f.Family = t.Arch(), t.MaxPositionEmbeddings, t.ModelType
 		f.Quantization = dtypeLevel(t.WeightDType())
+		f.EmbedOnly = isEncoderConfig(t)
 	}
+	f.Pooling = dirPooling(dir, engine.PoolMean).rule // embed_pooling.go
 	return f, true
 }
 

@@ -89,13 +89,31 @@ func (r *refModel) rope(x []float64, pos int) {
 
 // logits returns the logits after every token of ids.
 func (r *refModel) logits(ids []int) [][]float64 {
+	head := r.t["lm_head.weight"]
+	if head == nil || (r.tied && r.t["model.embed_tokens.weight"] != nil) {
+		head = r.embedTable()
+	}
+	out := make([][]float64, len(ids))
+	for t, h := range r.normed(ids) {
+		out[t] = refMatVec(head, h, r.vocab)
+	}
+	return out
+}
+
+func (r *refModel) embedTable() []float64 {
+	if e := r.t["model.embed_tokens.weight"]; e != nil {
+		return e
+	}
+	return r.t["lm_head.weight"] // tied, saved under one name
+}
+
+// normed returns the final-norm hidden state after every token of ids
+// (what the head multiplies, and what embeddings pool).
+func (r *refModel) normed(ids []int) [][]float64 {
 	n := len(ids)
 	H := r.hidden
 	xs := make([][]float64, n)
-	embed := r.t["model.embed_tokens.weight"]
-	if embed == nil {
-		embed = r.t["lm_head.weight"] // tied, saved under one name
-	}
+	embed := r.embedTable()
 	for t, id := range ids {
 		xs[t] = append([]float64(nil), embed[id*H:(id+1)*H]...)
 	}
@@ -171,13 +189,9 @@ func (r *refModel) logits(ids []int) [][]float64 {
 			}
 		}
 	}
-	head := r.t["lm_head.weight"]
-	if head == nil || (r.tied && r.t["model.embed_tokens.weight"] != nil) {
-		head = embed
-	}
 	out := make([][]float64, n)
 	for t := range n {
-		out[t] = refMatVec(head, refNorm(xs[t], r.t["model.norm.weight"], r.eps), r.vocab)
+		out[t] = refNorm(xs[t], r.t["model.norm.weight"], r.eps)
 	}
 	return out
 }

@@ -44,6 +44,9 @@ func (s *session) Close() error {
 func (s *session) prompt(ctx context.Context, req engine.Request) ([]int, error) {
 	tok := s.m.tok
 	if len(req.Messages) == 0 {
+		if err := checkPromptBytes(tok, req.Prompt, s.m.arch.ctx, req.ContextLimit); err != nil {
+			return nil, err // promptbound.go: too long before tokenizing
+		}
 		return tok.EncodeContext(ctx, req.Prompt, true)
 	}
 	if s.m.tmpl == nil {
@@ -59,6 +62,9 @@ func (s *session) prompt(ctx context.Context, req engine.Request) ([]int, error)
 		return nil, fmt.Errorf("%w: %w", engine.ErrInvalidRequest, err)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPromptBytes(tok, text, s.m.arch.ctx, req.ContextLimit); err != nil {
 		return nil, err
 	}
 	// Templates write BOS themselves when the model wants it.

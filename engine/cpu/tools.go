@@ -36,7 +36,7 @@ func (m *model) toolTemplate(req engine.Request) (map[string]any, []engine.Messa
 	if !req.Tools.Offered() {
 		for _, msg := range req.Messages {
 			if len(msg.ToolCalls) > 0 || msg.Role == "tool" {
-				return nil, toolcall.PrepareMessages(toolcall.Detect(m.tmpl.Source()), req.Messages), nil
+				return nil, toolcall.Prepare(toolcall.Detect(m.tmpl.Source()), nil, req.Messages), nil
 			}
 		}
 		return nil, req.Messages, nil
@@ -45,7 +45,7 @@ func (m *model) toolTemplate(req engine.Request) (map[string]any, []engine.Messa
 	if err != nil {
 		return nil, nil, err
 	}
-	return map[string]any{"tools": json.RawMessage(req.Tools.Defs)}, toolcall.PrepareMessages(f, req.Messages), nil
+	return map[string]any{"tools": json.RawMessage(req.Tools.Defs)}, toolcall.Prepare(f, req.Tools, req.Messages), nil
 }
 
 // toolSetup is, for a request offering tools, the special tokens whose

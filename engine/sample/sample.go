@@ -82,6 +82,11 @@ func (p *Sampler) Sample(logits []float32, history []int) int {
 			p.idx = append(p.idx, i)
 		}
 	}
+	if len(p.idx) == 0 {
+		// Nothing passed the floor: it is NaN (a NaN temperature or best
+		// logit). Argmax always answers a valid index; never panic on a float.
+		return Argmax(logits)
+	}
 	k := p.topK
 	if k <= 0 || k > len(p.idx) {
 		k = len(p.idx)

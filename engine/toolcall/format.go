@@ -36,23 +36,69 @@ const (
 	// MistralArgs: `[TOOL_CALLS]name[ARGS]{…}` per call (Mistral Small
 	// 3.2, Magistral, Devstral: tokenizer v11 and later).
 	MistralArgs
+	// DeepSeekR1: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n```json\n{…}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`
+	// (DeepSeek V3, R1 and its distills); see deepseek.go.
+	DeepSeekR1
+	// DeepSeekV31: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>name<｜tool▁sep｜>{…}<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`
+	// (DeepSeek V3.1 and later).
+	DeepSeekV31
+	// Granite: `<|tool_call|>[{"name": …, "arguments": {…}}, …]` (IBM
+	// Granite 3.x); see granite.go.
+	Granite
+	// CommandR: "Action: ```json [{"tool_name": …, "parameters": {…}}, …]```"
+	// (Cohere Command R and R+); see cohere.go.
+	CommandR
+	// CommandR7B: `<|START_ACTION|>[{"tool_call_id": …, "tool_name": …,
+	// "parameters": {…}}]<|END_ACTION|>` (Cohere Command R7B).
+	CommandR7B
+	// Harmony: OpenAI's harmony messages, a call being
+	// `<|channel|>commentary to=functions.name <|constrain|>json<|message|>{…}<|call|>`
+	// and the analysis channel reasoning (gpt-oss); see harmony.go.
+	Harmony
+	// FunctionaryV31: `<function=name>{…}</function>` (functionary v3.1,
+	// Llama 3.1 based); see functionary.go.
+	FunctionaryV31
+	// FunctionaryV32: `>>>name\n{…}` per call, `>>>all\n` before text
+	// (functionary v3.2).
+	FunctionaryV32
 )
 
 func (f Format) String() string {
-	return [...]string{"none", "hermes", "llama3", "mistral", "mistral-args"}[f]
+	return [...]string{"none", "hermes", "llama3", "mistral", "mistral-args", "deepseek-r1", "deepseek-v3.1",
+		"granite", "command-r", "command-r7b", "harmony", "functionary-v3.1", "functionary-v3.2"}[f]
 }
 
 // Detect is the format a chat template renders tool calls in, by the
 // markers in its source: "<tool_call>" (Hermes, Qwen), "[TOOL_CALLS]"
-// with "[ARGS]" (Mistral v11+) or without (Mistral v3), and Llama 3's
-// header tokens with its `"parameters": ` call shape. First match wins;
-// no match is None (tools are then refused: a model's own format is the
-// only one it can be expected to write).
+// with "[ARGS]" (Mistral v11+) or without (Mistral v3), DeepSeek's
+// "<｜tool▁calls▁begin｜>" with a ```json fence (V3/R1) or without (V3.1),
+// Granite's "<|tool_call|>", Cohere's "<|START_ACTION|>" (R7B) or
+// "Action:" with "tool_name" (R, R+), harmony's "<|channel|>" with
+// "functions." (gpt-oss), functionary's "<function=" (v3.1) or ">>>"
+// (v3.2) in a Llama 3 template, and Llama 3's header tokens with its `"parameters": ` call
+// shape. First match wins; no match is None (tools are then refused: a
+// model's own format is the only one it can be expected to write).
 func Detect(template string) Format {
 	has := func(s string) bool { return strings.Contains(template, s) }
 	switch {
 	case has("<tool_call>"):
 		return Hermes
+	case has(dsCallsBegin) && has("```json"):
+		return DeepSeekR1
+	case has(dsCallsBegin):
+		return DeepSeekV31
+	case has(graniteMarker):
+		return Granite
+	case has(r7bBegin):
+		return CommandR7B
+	case has(cohereAction) && has(`"tool_name"`):
+		return CommandR
+	case has(hChannel) && has("functions."):
+		return Harmony
+	case has(fnOpen) && has("<|start_header_id|>"):
+		return FunctionaryV31
+	case has(fnTo) && has("<|start_header_id|>"):
+		return FunctionaryV32
 	case has("[TOOL_CALLS]") && has("[ARGS]"):
 		return MistralArgs
 	case has("[TOOL_CALLS]"):
@@ -75,6 +121,14 @@ func (f Format) Markers() []string {
 		return []string{"[TOOL_CALLS]"}
 	case MistralArgs:
 		return []string{"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"}
+	case DeepSeekR1, DeepSeekV31:
+		return []string{dsCallsBegin, dsCallBegin, dsSep, dsCallEnd, dsCallsEnd}
+	case Granite:
+		return []string{graniteMarker}
+	case CommandR7B:
+		return []string{r7bBegin, r7bEnd}
+	case Harmony:
+		return []string{hStart, hChannel, hMessage, hConstrain, hEnd, hCall, hReturn}
 	}
 	return nil
 }
@@ -94,6 +148,15 @@ var wrappers = map[Format]wrapper{
 	Llama:       {head: "{\"name\": \"", mid: "\", \"parameters\": ", tail: "}", json: true},
 	Mistral:     {head: "[TOOL_CALLS][{\"name\": \"", mid: "\", \"arguments\": ", tail: "}]", json: true},
 	MistralArgs: {head: "[TOOL_CALLS]", mid: "[ARGS]"},
+	DeepSeekR1:  {head: dsCallsBegin + dsCallBegin + "function" + dsSep, mid: "\n```json\n", tail: "\n```" + dsCallEnd + dsCallsEnd},
+	DeepSeekV31: {head: dsCallsBegin + dsCallBegin, mid: dsSep, tail: dsCallEnd + dsCallsEnd},
+	Granite:     {head: graniteMarker + "[{\"name\": \"", mid: "\", \"arguments\": ", tail: "}]", json: true},
+	// Command R+'s template writes a call in the history exactly so.
+	CommandR:       {head: cohereAction + "\n```json\n[\n    {\n        \"tool_name\": \"", mid: "\",\n        \"parameters\": ", tail: "\n    }\n]```", json: true},
+	CommandR7B:     {head: r7bBegin + "[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"", mid: "\", \"parameters\": ", tail: "}\n]" + r7bEnd, json: true},
+	Harmony:        {head: hChannel + "commentary to=functions.", mid: " " + hConstrain + "json" + hMessage, tail: hCall},
+	FunctionaryV31: {head: fnOpen, mid: ">", tail: fnClose},
+	FunctionaryV32: {mid: "\n"}, // the generation prompt wrote the first ">>>"
 }
 
 // callHead is the text before a call's arguments.
@@ -140,7 +203,7 @@ func ForTemplate(model, template string, t *engine.Tools) (Format, error) {
 	}
 	f := Detect(template)
 	if f == None {
-		return None, fmt.Errorf("tools: %s's chat template writes tool calls in no format edgectl knows (Hermes/Qwen <tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS]); leave tools out (or send tool_choice \"none\")", model)
+		return None, fmt.Errorf("tools: %s's chat template writes tool calls in no format edgectl knows (Hermes/Qwen, Llama 3.x JSON, Mistral, DeepSeek, Granite, Command R, gpt-oss harmony, functionary v3.1/v3.2); leave tools out (or send tool_choice \"none\")", model)
 	}
 	return f, nil
 }

@@ -68,7 +68,7 @@ func TestGrammarGenerationsParse(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	pieces := byteVocab()
 	v := grammar.NewVocab(pieces)
-	for _, f := range []Format{Hermes, Llama, Mistral, MistralArgs} {
+	for _, f := range allFormats {
 		for _, choice := range []string{engine.ToolRequired, engine.ToolFunction} {
 			tools := &engine.Tools{Defs: json.RawMessage(testTools), Choice: choice, Name: "get_time"}
 			g, err := Grammar(f, tools)
@@ -139,10 +139,18 @@ func TestGrammarGenerationsParse(t *testing.T) {
 // writes for the same call in the history.
 func TestGrammarWritesTheTemplateShape(t *testing.T) {
 	for f, doc := range map[Format]string{
-		Hermes:      "<tool_call>\n{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>",
-		Llama:       `{"name": "ping", "parameters": {}}`,
-		Mistral:     `[TOOL_CALLS][{"name": "ping", "arguments": {}}]`,
-		MistralArgs: `[TOOL_CALLS]ping[ARGS]{}`,
+		Hermes:         "<tool_call>\n{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>",
+		Llama:          `{"name": "ping", "parameters": {}}`,
+		Mistral:        `[TOOL_CALLS][{"name": "ping", "arguments": {}}]`,
+		MistralArgs:    `[TOOL_CALLS]ping[ARGS]{}`,
+		DeepSeekR1:     dsCallsBegin + dsCallBegin + "function" + dsSep + "ping\n```json\n{}\n```" + dsCallEnd + dsCallsEnd,
+		DeepSeekV31:    dsCallsBegin + dsCallBegin + "ping" + dsSep + "{}" + dsCallEnd + dsCallsEnd,
+		Granite:        `<|tool_call|>[{"name": "ping", "arguments": {}}]`,
+		CommandR:       "Action:\n```json\n[\n    {\n        \"tool_name\": \"ping\",\n        \"parameters\": {}\n    }\n]```",
+		CommandR7B:     "<|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"ping\", \"parameters\": {}}\n]<|END_ACTION|>",
+		Harmony:        "<|channel|>commentary to=functions.ping <|constrain|>json<|message|>{}<|call|>",
+		FunctionaryV31: "<function=ping>{}</function>",
+		FunctionaryV32: "ping\n{}",
 	} {
 		g, err := Grammar(f, &engine.Tools{Defs: json.RawMessage(testTools), Choice: engine.ToolFunction, Name: "ping"})
 		if err != nil {
@@ -156,6 +164,9 @@ func TestGrammarWritesTheTemplateShape(t *testing.T) {
 		}
 	}
 }
+
+// allFormats are the formats with a parser and a grammar.
+var allFormats = []Format{Hermes, Llama, Mistral, MistralArgs, DeepSeekR1, DeepSeekV31, Granite, CommandR, CommandR7B, Harmony, FunctionaryV31, FunctionaryV32}
 
 func TestGrammarRefuses(t *testing.T) {
 	for _, tc := range []struct{ defs, choice, name, want string }{

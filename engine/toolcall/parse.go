@@ -14,6 +14,9 @@ const (
 	Start             // a call begins: Event.Call has its ID and Name
 	Args              // Event.Text is the next piece of the call's arguments
 	End               // the call is over: Event.Call is the whole call
+	// Reasoning: Event.Text is the model's reasoning, not answer text
+	// (harmony's analysis channel).
+	Reasoning
 )
 
 // Event is one thing the parser made of the answer so far.
@@ -52,6 +55,11 @@ const (
 	sObject              // inside a call's JSON
 	sAfter               // after a call: its closing tag, a separator, the next call
 	sItem                // Mistral: inside [ … ], after ','
+	sHead                // a family's head after its marker (family.head)
+	sThen                // the head's second part (family.then)
+	sClose               // a family's closers after a call or a list of calls
+	sHeader              // harmony: a message's header
+	sPy                  // Llama: a pythonic call list at the answer's start
 )
 
 // Parser turns a model's answer, pushed as it streams, into text and
@@ -59,6 +67,7 @@ const (
 // Args events let clients show arguments while they are written.
 type Parser struct {
 	f      Format
+	fam    *family // nil: one of the four formats read by hand here
 	st     state
 	held   string          // text not yet decided on
 	raw    strings.Builder // the current call's text, from its marker
@@ -70,14 +79,21 @@ type Parser struct {
 	sent   int  // arguments bytes sent in Args events
 	array  bool // Mistral: the calls are in [ … ]
 	spaces string
-	out    []Event
+	// reasoning: the text being read is reasoning (harmony's analysis).
+	reasoning bool
+	out       []Event
 }
 
 // NewParser parses answers in format f (not None).
 func NewParser(f Format) *Parser {
-	p := &Parser{f: f}
-	if f == Llama {
+	p := &Parser{f: f, fam: familyOf(f)}
+	switch f {
+	case Llama:
 		p.st = sStart
+	case Harmony:
+		p.st = sHeader
+	case FunctionaryV32: // the prompt ends with ">>>": a recipient comes first
+		p.st = sHead
 	}
 	return p
 }
@@ -85,12 +101,30 @@ func NewParser(f Format) *Parser {
 // Calls is how many calls have begun.
 func (p *Parser) Calls() int { return p.calls }
 
-// marker is what begins calls in text.
-func (p *Parser) marker() string {
-	if p.f == Hermes {
-		return "<tool_call>"
+// markers are what begin calls in text.
+func (p *Parser) markers() []string {
+	switch {
+	case p.fam != nil:
+		return p.fam.markers
+	case p.f == Hermes:
+		return []string{"<tool_call>"}
 	}
-	return "[TOOL_CALLS]"
+	return []string{"[TOOL_CALLS]"}
+}
+
+// named reports whether the call's name is in its wrapper and its JSON is
+// the arguments.
+func (p *Parser) named() bool { return p.f == MistralArgs || p.fam != nil && p.fam.named }
+
+// arrays reports whether calls may come as a JSON list.
+func (p *Parser) arrays() bool { return p.f == Mistral || p.fam != nil && p.fam.array }
+
+// nameKey is the key naming the function in a call object.
+func (p *Parser) nameKey() string {
+	if p.fam != nil && p.fam.nameKey != "" {
+		return p.fam.nameKey
+	}
+	return "name"
 }
 
 const pythonTag = "<|python_tag|>"
@@ -109,9 +143,15 @@ func (p *Parser) Flush() []Event {
 	p.out = p.out[:0]
 	p.run(true)
 	switch p.st {
-	case sText, sStart, sPlain:
+	case sText, sStart, sPlain, sHeader:
+		if p.reasoning {
+			if p.held != "" {
+				p.out = append(p.out, Event{Kind: Reasoning, Text: p.held})
+			}
+			break
+		}
 		p.text(p.held, true)
-	case sAfter, sItem: // a closing tag or separator cut short: wrapper, not answer
+	case sAfter, sItem, sClose: // a closing tag or separator cut short: wrapper, not answer
 	case sObject:
 		if p.start {
 			p.end(false)
@@ -150,6 +190,7 @@ func (p *Parser) notCall() {
 	if p.f == Llama {
 		p.st = sPlain
 	}
+	p.reasoning = false
 	p.text(s, false)
 }
 
@@ -172,20 +213,27 @@ func (p *Parser) step(final bool) {
 		p.text(p.held, false)
 		p.held = ""
 	case sText:
-		m := p.marker()
-		if i := strings.Index(p.held, m); i >= 0 {
+		if p.f == Harmony {
+			p.harmonyBody(final)
+			return
+		}
+		ms := p.markers()
+		if i, m := firstMarker(p.held, ms); i >= 0 {
 			p.text(p.held[:i], false)
 			p.raw.Reset()
 			p.raw.WriteString(p.spaces + m) // spaces before a call are not answer text
 			p.spaces = ""
 			p.held = p.held[i+len(m):]
-			p.st, p.array = sOpen, false
-			if p.f == MistralArgs {
-				p.st, p.name = sName, ""
+			p.st, p.array, p.name = sOpen, false, ""
+			switch {
+			case p.f == MistralArgs:
+				p.st = sName
+			case p.fam != nil && p.fam.head != nil:
+				p.st = sHead
 			}
 			return
 		}
-		keep := partialSuffix(p.held, m)
+		keep := partialSuffixAny(p.held, ms)
 		p.text(p.held[:len(p.held)-keep], false)
 		p.held = p.held[len(p.held)-keep:]
 	case sStart:
@@ -201,10 +249,17 @@ func (p *Parser) step(final bool) {
 			p.raw.WriteString(p.held[:len(p.held)-len(t)])
 			p.held = t
 			p.st = sOpen
+		case t[0] == '[': // Llama 3.2's pythonic calls (pythonic.go)
+			p.raw.WriteString(p.held[:len(p.held)-len(t)])
+			p.held = t
+			p.st = sPy
 		default:
 			p.st = sPlain
 		}
 	case sOpen, sItem:
+		if p.st == sOpen && p.fam != nil && !p.fenceStep(final) {
+			return
+		}
 		t := strings.TrimLeft(p.held, " \t\r\n")
 		p.raw.WriteString(p.held[:len(p.held)-len(t)])
 		p.held = t
@@ -213,8 +268,8 @@ func (p *Parser) step(final bool) {
 		}
 		switch {
 		case t[0] == '{':
-			p.beginObject(p.f == MistralArgs) // MistralArgs: the object is the arguments
-		case t[0] == '[' && p.st == sOpen && p.f == Mistral:
+			p.beginObject(p.named()) // named: the object is the arguments
+		case t[0] == '[' && p.st == sOpen && p.arrays() && !p.named():
 			p.raw.WriteByte('[')
 			p.held = t[1:]
 			p.array, p.st = true, sItem
@@ -223,6 +278,16 @@ func (p *Parser) step(final bool) {
 		}
 	case sName:
 		p.nameStep(final)
+	case sHead:
+		p.fam.head(p, final)
+	case sThen:
+		p.fam.then(p, final)
+	case sClose:
+		p.closeStep(final)
+	case sHeader:
+		p.harmonyHeader(final)
+	case sPy:
+		p.pythonicStep(final)
 	case sObject:
 		p.objectStep()
 	case sAfter:
@@ -232,7 +297,7 @@ func (p *Parser) step(final bool) {
 
 // beginObject starts reading a call's JSON; whole: it is the arguments.
 func (p *Parser) beginObject(whole bool) {
-	p.obj = newObjScan(whole)
+	p.obj = newObjScan(whole, p.nameKey())
 	p.id, p.start, p.sent = p.f.NewID(), false, 0
 	p.st = sObject
 	if whole {
@@ -372,7 +437,13 @@ func (p *Parser) afterStep(final bool) {
 		next(t[1:], sItem)
 	case p.array && t[0] == ']':
 		p.array = false
+		if p.fam != nil {
+			next(t[1:], sClose)
+			return
+		}
 		next(t[1:], sText)
+	case p.fam != nil && !p.array:
+		p.st = sClose
 	case p.f == Llama && (t[0] == ';' || t[0] == '{'):
 		if t[0] == ';' {
 			t = t[1:]

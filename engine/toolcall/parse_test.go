@@ -13,10 +13,11 @@ import (
 // answer is what a parse made of an answer: its text and its calls, each
 // with the arguments its Args events added up to.
 type answer struct {
-	text  string
-	calls []Call
-	args  []string
-	order []Kind // the kinds in order, for the shape of the stream
+	text      string
+	reasoning string
+	calls     []Call
+	args      []string
+	order     []Kind // the kinds in order, for the shape of the stream
 }
 
 func collect(t *testing.T, p *Parser, chunks []string) answer {
@@ -28,6 +29,8 @@ func collect(t *testing.T, p *Parser, chunks []string) answer {
 			switch e.Kind {
 			case Text:
 				a.text += e.Text
+			case Reasoning:
+				a.reasoning += e.Text
 			case Start:
 				if e.Index != len(a.args) || e.Call.ID == "" || e.Call.Name == "" {
 					t.Fatalf("start %+v after %d calls", e, len(a.args))
@@ -244,15 +247,24 @@ func TestParseWhitespace(t *testing.T) {
 
 func TestDetectTemplates(t *testing.T) {
 	want := map[string]Format{
-		"Qwen-Qwen2.5-7B-Instruct.jinja":                    Hermes,
-		"Qwen-Qwen3-0.6B.jinja":                             Hermes,
-		"Qwen-QwQ-32B.jinja":                                Hermes,
-		"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja": Hermes,
-		"meta-llama-Llama-3.1-8B-Instruct.jinja":            Llama,
-		"meta-llama-Llama-3.2-3B-Instruct.jinja":            Llama,
-		"mistralai-Mistral-Nemo-Instruct-2407.jinja":        Mistral,
-		"mistralai-Mistral-Large-Instruct-2407.jinja":       Mistral,
-		"Mistral-Small-3.2-24B-Instruct-2506.jinja":         MistralArgs,
+		"Qwen-Qwen2.5-7B-Instruct.jinja":                      Hermes,
+		"Qwen-Qwen3-0.6B.jinja":                               Hermes,
+		"Qwen-QwQ-32B.jinja":                                  Hermes,
+		"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja":   Hermes,
+		"meta-llama-Llama-3.1-8B-Instruct.jinja":              Llama,
+		"meta-llama-Llama-3.2-3B-Instruct.jinja":              Llama,
+		"mistralai-Mistral-Nemo-Instruct-2407.jinja":          Mistral,
+		"mistralai-Mistral-Large-Instruct-2407.jinja":         Mistral,
+		"Mistral-Small-3.2-24B-Instruct-2506.jinja":           MistralArgs,
+		"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja":      DeepSeekR1,
+		"deepseek-ai-DeepSeek-V3.1.jinja":                     DeepSeekV31,
+		"ibm-granite-granite-3.3-2B-Instruct.jinja":           Granite,
+		"ibm-granite-granite-3.0-8b-instruct.jinja":           Granite, // its template wants tool turns as role tool_response
+		"CohereForAI-c4ai-command-r-plus-tool_use.jinja":      CommandR,
+		"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": CommandR7B,
+		"openai-gpt-oss-120b.jinja":                           Harmony,
+		"meetkai-functionary-medium-v3.1.jinja":               FunctionaryV31,
+		"meetkai-functionary-medium-v3.2.jinja":               FunctionaryV32,
 	}
 	ents, err := templateFiles()
 	if err != nil {
@@ -276,14 +288,24 @@ func TestDetectTemplates(t *testing.T) {
 func TestParseAnyTextIsChunkingIndependent(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	frags := []string{"<tool_call>", "</tool_call>", "[TOOL_CALLS]", "[ARGS]", "<|python_tag|>", "{", "}", "[", "]", `"`, `\`, ",", ";", ":", " ", "\n",
-		`{"name": "f", "arguments": `, `{"a": 1}`, `"name"`, `"arguments"`, `"parameters"`, "get_time", "héllo", "😀", "text"}
-	for _, f := range []Format{Hermes, Llama, Mistral, MistralArgs} {
+		`{"name": "f", "arguments": `, `{"a": 1}`, `"name"`, `"arguments"`, `"parameters"`, "get_time", "héllo", "😀", "text",
+		dsCallsBegin, dsCallBegin, dsSep, dsCallEnd, dsCallsEnd, "function", "```json", "```", graniteMarker, cohereAction, `"tool_name"`,
+		r7bBegin, r7bEnd, hStart, "assistant", hChannel, "analysis", "final", " to=functions.f ", hMessage, hEnd, hCall, fnOpen, "f>", fnClose, fnTo, "all\n", "[get_time(", "a=1", "b='x'", ")", "True"}
+	starts := map[Format]string{Hermes: "<tool_call>\n{\"name\": \"f\", \"arguments\": ", Llama: `{"name": "f", "parameters": `,
+		Mistral: `[TOOL_CALLS][{"name": "f", "arguments": `, MistralArgs: "[TOOL_CALLS]get_time[ARGS]",
+		DeepSeekR1: dsCallsBegin + dsCallBegin + "function" + dsSep + "f\n```json\n", DeepSeekV31: dsCallBegin + "f" + dsSep,
+		Granite: graniteMarker + `[{"name": "f", "arguments": `, CommandR: cohereAction + "\n```json\n[{\"tool_name\": \"f\", \"parameters\": ",
+		CommandR7B: r7bBegin + `[{"tool_name": "f", "parameters": `, Harmony: hChannel + "commentary to=functions.f" + hMessage, FunctionaryV31: fnOpen + "f>",
+		FunctionaryV32: "f\n"}
+	for _, f := range []Format{MistralArgs, DeepSeekR1, DeepSeekV31, Harmony, FunctionaryV31, FunctionaryV32} {
+		starts[f] += "{" // the arguments begin at once: the JSON is theirs
+	}
+	for _, f := range allFormats {
 		calls, valid := 0, 0
 		for range 400 {
 			var b strings.Builder
 			if r.IntN(2) == 0 { // most often, a call's beginning first
-				b.WriteString(map[Format]string{Hermes: "<tool_call>\n{\"name\": \"f\", \"arguments\": ", Llama: `{"name": "f", "parameters": `,
-					Mistral: `[TOOL_CALLS][{"name": "f", "arguments": `, MistralArgs: "[TOOL_CALLS]get_time[ARGS]"}[f])
+				b.WriteString(starts[f])
 			}
 			for range 1 + r.IntN(14) {
 				b.WriteString(frags[r.IntN(len(frags))])
@@ -298,8 +320,8 @@ func TestParseAnyTextIsChunkingIndependent(t *testing.T) {
 			}
 			for _, ch := range chunkings(r, out)[1:4] {
 				got := collect(t, NewParser(f), ch)
-				if got.text != want.text || len(got.calls) != len(want.calls) {
-					t.Fatalf("%v %q: whole gives %q %d calls, in %d pieces %q %d calls", f, out, want.text, len(want.calls), len(ch), got.text, len(got.calls))
+				if got.text != want.text || got.reasoning != want.reasoning || len(got.calls) != len(want.calls) {
+					t.Fatalf("%v %q: whole gives %q (reasoning %q) %d calls, in %d pieces %q (%q) %d calls", f, out, want.text, want.reasoning, len(want.calls), len(ch), got.text, got.reasoning, len(got.calls))
 				}
 				for i := range got.calls {
 					g, w := got.calls[i], want.calls[i]

@@ -14,7 +14,8 @@ type objScan struct {
 	esc   bool
 	// whole: the object is the arguments (MistralArgs); else a call
 	// object {"name": …, "arguments"/"parameters": …}.
-	whole bool
+	whole   bool
+	nameKey string // the member naming the function ("name")
 
 	exp      expect
 	keyStart int    // the key string being read
@@ -39,8 +40,8 @@ const (
 	eComma               // a comma or the closing brace
 )
 
-func newObjScan(whole bool) *objScan {
-	o := &objScan{whole: whole, argsStart: -1, argsEnd: -1}
+func newObjScan(whole bool, nameKey string) *objScan {
+	o := &objScan{whole: whole, nameKey: nameKey, argsStart: -1, argsEnd: -1}
 	if whole {
 		o.argsStart = 0
 	}
@@ -144,7 +145,7 @@ func (o *objScan) begin(at int) {
 func (o *objScan) member(end int) {
 	o.exp = eComma
 	switch {
-	case o.key == "name" && !o.nameOK:
+	case o.key == o.nameKey && !o.nameOK:
 		o.nameOK = json.Unmarshal(o.buf[o.valStart:end], &o.name) == nil && o.name != ""
 	case isArgsKey(o.key) && o.argsStart == o.valStart && o.argsEnd < 0:
 		o.argsEnd = end

@@ -145,20 +145,8 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 		m.opts.Logf("upstream: %s: warning: %s", m.cfg.Name, warning)
 	}
 	start := time.Now()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.base+"/v1/chat/completions", bytes.NewReader(body))
+	resp, err := m.post(ctx, "/v1/chat/completions", body, "text/event-stream")
 	if err != nil {
-		return res, err
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream")
-	m.auth(hreq)
-	resp, err := m.client.Do(hreq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		err = fmt.Errorf("upstream %q unreachable: %w", m.cfg.Name, err)
-		m.markBroken(err)
 		return res, err
 	}
 	defer resp.Body.Close()

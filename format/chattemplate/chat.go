@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/format/chattemplate/jinja"
+	"github.com/edgectl/edgectl/internal/clip"
 )
 
 // Message is one chat turn (engine.Message is this type).
@@ -132,10 +133,6 @@ func (e errRaised) Is(target error) bool { return target == ErrRaised }
 // 400, not a fault of the model or the engine.
 var ErrRaised = errors.New("the chat template refused the conversation")
 
-// maxRaisedLen caps how much of a template's own error message reaches the
-// caller (and, through serve, an HTTP client).
-const maxRaisedLen = 512
-
 // Render produces the prompt for msgs. It stops at ctx's deadline or, when
 // ctx has none, after Limits.Timeout.
 func (t *Template) Render(ctx context.Context, msgs []Message, v Vars) (string, error) {
@@ -215,10 +212,7 @@ func (t *Template) render(ctx context.Context, messages jinja.Value, v Vars) (st
 					msg = s
 				}
 			}
-			if len(msg) > maxRaisedLen {
-				msg = msg[:maxRaisedLen] + "…"
-			}
-			return nil, errRaised{msg}
+			return nil, errRaised{clip.Text(msg)} // one line, ~185 bytes with its length: it reaches HTTP clients
 		}},
 		"strftime_now": &jinja.Func{Name: "strftime_now", Fn: func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 			if len(args) != 1 {

@@ -61,6 +61,8 @@ type Config struct {
 	VocabSize             int            `json:"vocab_size"`
 	MaxPositionEmbeddings int            `json:"max_position_embeddings"`
 	RMSNormEps            float64        `json:"rms_norm_eps"`
+	LayerNormEps          float64        `json:"layer_norm_eps"`  // BERT-family encoders
+	TypeVocabSize         int            `json:"type_vocab_size"` // BERT: token-type (segment) embeddings
 	RopeTheta             float64        `json:"rope_theta"`
 	RopeScaling           map[string]any `json:"rope_scaling"`
 	HiddenAct             string         `json:"hidden_act"`

@@ -51,18 +51,26 @@ func replaceable(path string) error {
 	if err != nil || st.Mode().IsRegular() || st.Mode()&os.ModeSymlink != 0 {
 		return nil
 	}
-	what := "not a regular file"
-	switch m := st.Mode(); {
+	return fmt.Errorf("%s is %s: edgectl writes its outputs as regular files and will not replace it; choose a file path", path, describe(st.Mode()))
+}
+
+// describe names what a file mode is, for messages.
+func describe(m os.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
 	case m.IsDir():
-		what = "a directory"
+		return "a directory"
+	case m&os.ModeSymlink != 0:
+		return "a symlink"
 	case m&os.ModeNamedPipe != 0:
-		what = "a named pipe (FIFO)"
+		return "a named pipe (FIFO)"
 	case m&os.ModeDevice != 0:
-		what = "a device"
+		return "a device"
 	case m&os.ModeSocket != 0:
-		what = "a socket"
+		return "a socket"
 	}
-	return fmt.Errorf("%s is %s: edgectl writes its outputs as regular files and will not replace it; choose a file path", path, what)
+	return "not a regular file"
 }
 
 // Commit flushes the data to disk and renames it into place.

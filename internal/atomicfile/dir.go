@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/edgectl/edgectl/internal/errkind"
 )
 
 // Dir is a directory being built next to its final path. Commit renames it
@@ -18,7 +20,11 @@ type Dir struct {
 // CreateDir starts building a directory that will appear at target.
 func CreateDir(target string) (*Dir, error) {
 	target = filepath.Clean(target)
-	if _, err := os.Lstat(target); err == nil {
+	if st, err := os.Lstat(target); err == nil {
+		if !st.IsDir() && !st.Mode().IsRegular() {
+			// never "remove it": -o /dev/null names the system's device
+			return nil, errkind.Errorf(errkind.Usage, "%s is %s: this command writes a new directory there; choose a path that does not exist", target, describe(st.Mode()))
+		}
 		return nil, fmt.Errorf("%s already exists: choose another -o or remove it", target)
 	}
 	parent := filepath.Dir(target)

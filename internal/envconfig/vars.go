@@ -27,7 +27,7 @@ var (
 	AllowedHosts = newList("EDGECTL_ALLOWED_HOSTS", "serve", ",",
 		"serve's --allowed-hosts: Host names accepted without an API key besides loopback ones, comma-separated")
 	APIKey = newString("EDGECTL_API_KEY", "serve", "",
-		"serve's --api-key: every route but /health requires Authorization: Bearer KEY; run --host, ps and rm send it (as their --api-key)")
+		"serve's --api-key: every route but /health and the chat page at / requires Authorization: Bearer KEY (or x-api-key); run --host, ps and rm send it (as their --api-key)")
 )
 
 // prep.

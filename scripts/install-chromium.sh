@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs Debian's Chromium for the chat page's headless-browser test
+# (serve/chatpage_browser_test.go, `make test-browser`). The test drives
+# it over the Chrome DevTools protocol (github.com/chromedp/chromedp) and
+# skips when no chromium/chromium-browser/google-chrome is on PATH.
+set -euo pipefail
+for b in chromium chromium-browser google-chrome; do
+	if command -v "$b" >/dev/null 2>&1; then
+		echo "install-chromium: $b is already installed ($(command -v "$b"))"
+		exit 0
+	fi
+done
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "install-chromium: no apt-get here; install Chromium with your system's package manager" >&2
+	exit 1
+fi
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core
+command -v chromium
