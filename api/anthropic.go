@@ -28,7 +28,10 @@ type MessagesRequest struct {
 	// OutputConfig's format {"type":"json_schema","schema":{…}} asks for
 	// structured output (serve/format.go); effort is refused.
 	OutputConfig *AnthropicOutputConfig `json:"output_config,omitempty"`
-	// Refused unless they ask for nothing.
+	// Thinking is {"type":"enabled","budget_tokens":N} (thinking blocks
+	// in the answer), {"type":"disabled"} or {"type":"adaptive"}
+	// (serve/reasoning_anthropic.go); the others are refused unless they
+	// ask for nothing.
 	Thinking   json.RawMessage `json:"thinking,omitempty"`
 	MCPServers json.RawMessage `json:"mcp_servers,omitempty"`
 	Container  json.RawMessage `json:"container,omitempty"`
@@ -78,8 +81,9 @@ func (b *AnthropicBlocks) UnmarshalJSON(data []byte) error {
 
 // AnthropicBlock is a content block: text; tool_use (id, name, input) in
 // an assistant turn; tool_result (tool_use_id, content, is_error) in a
-// user turn. Other types (image, document, thinking) are read so that
-// they can be refused by name.
+// user turn; thinking (thinking, signature) in an assistant turn, which
+// the answer has and clients send back. Other types (image, document) are
+// read so that they can be refused by name.
 type AnthropicBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
@@ -89,6 +93,10 @@ type AnthropicBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"` // tool_result: a string or text blocks
 	IsError   bool            `json:"is_error,omitempty"`
+	// Thinking and Signature are a thinking block's (the model's
+	// reasoning; edgectl signs nothing: its signature is "edgectl").
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
 }
 
 // MarshalJSON writes the fields of the block's type: text always has
@@ -100,6 +108,12 @@ func (b AnthropicBlock) MarshalJSON() ([]byte, error) {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		}{b.Type, b.Text})
+	case "thinking":
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			Thinking  string `json:"thinking"`
+			Signature string `json:"signature"`
+		}{b.Type, b.Thinking, b.Signature})
 	case "tool_use":
 		input := b.Input
 		if len(input) == 0 {
@@ -170,6 +184,8 @@ type AnthropicDelta struct {
 	Type        string  `json:"type"`
 	Text        *string `json:"text,omitempty"`
 	PartialJSON *string `json:"partial_json,omitempty"`
+	Thinking    *string `json:"thinking,omitempty"`  // thinking_delta
+	Signature   *string `json:"signature,omitempty"` // signature_delta
 }
 
 // AnthropicBlockStop is content_block_stop.

@@ -114,6 +114,7 @@ type GenerateResponse struct {
 	Model      string          `json:"model"`
 	CreatedAt  time.Time       `json:"created_at"`
 	Response   string          `json:"response"`
+	Thinking   string          `json:"thinking,omitempty"` // the model's thinking, split off the response
 	Done       bool            `json:"done"`
 	DoneReason string          `json:"done_reason,omitempty"`
 	Context    []int           `json:"context,omitempty"`

@@ -38,6 +38,15 @@ type ChatCompletionRequest struct {
 	// Refused (the deprecated spelling of tools): serve/fields.go.
 	Functions    json.RawMessage `json:"functions,omitempty"`
 	FunctionCall json.RawMessage `json:"function_call,omitempty"`
+	// Reasoning models (serve/reasoning.go): ReasoningEffort is the chat
+	// template's reasoning_effort (gpt-oss); ReasoningFormat is
+	// llama.cpp's per-request reasoning_format ("auto" or "deepseek":
+	// thinking in reasoning_content, the default; "none": left in
+	// content); ChatTemplateKwargs are more template variables
+	// ({"enable_thinking": false}), as llama.cpp and vLLM take them.
+	ReasoningEffort    string          `json:"reasoning_effort,omitempty"`
+	ReasoningFormat    string          `json:"reasoning_format,omitempty"`
+	ChatTemplateKwargs json.RawMessage `json:"chat_template_kwargs,omitempty"`
 	GenerationParams
 }
 
@@ -236,9 +245,12 @@ type TopLogprob struct {
 // ResponseMessage is the assistant's message. Content is null when the
 // answer is only tool calls, as OpenAI sends it.
 type ResponseMessage struct {
-	Role      string     `json:"role"`
-	Content   string     `json:"content"`
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// ReasoningContent is the model's thinking, split off its answer (the
+	// field llama.cpp's server and DeepSeek's API send).
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // MarshalJSON writes content null for an answer of tool calls only.
@@ -248,10 +260,11 @@ func (m ResponseMessage) MarshalJSON() ([]byte, error) {
 		return json.Marshal(plain(m))
 	}
 	return json.Marshal(struct {
-		Role      string     `json:"role"`
-		Content   *string    `json:"content"`
-		ToolCalls []ToolCall `json:"tool_calls"`
-	}{m.Role, nil, m.ToolCalls})
+		Role             string     `json:"role"`
+		Content          *string    `json:"content"`
+		ReasoningContent string     `json:"reasoning_content,omitempty"`
+		ToolCalls        []ToolCall `json:"tool_calls"`
+	}{m.Role, nil, m.ReasoningContent, m.ToolCalls})
 }
 
 // ChatCompletionChunk is one SSE event of a streamed chat answer. No field
@@ -276,9 +289,10 @@ type ChunkChoice struct {
 
 // Delta is the new part of the message.
 type Delta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	ToolCalls []ToolCallDelta `json:"tool_calls,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"` // the next piece of the thinking
+	ToolCalls        []ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 // Completion is a /v1/completions answer (object text_completion); its

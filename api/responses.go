@@ -140,8 +140,8 @@ type IncompleteDetails struct {
 // ResponseOutputItem is an output item: a message (role, content of
 // output_text parts) or a function_call (call_id, name, arguments).
 type ResponseOutputItem struct {
-	Type   string `json:"type"` // message, function_call
-	ID     string `json:"id"`   // msg_…, fc_…
+	Type   string `json:"type"` // message, function_call, reasoning
+	ID     string `json:"id"`   // msg_…, fc_…, rs_…
 	Status string `json:"status"`
 	Role   string `json:"role,omitempty"`
 	// Content is [] on a message (even empty) and absent on a call.
@@ -149,6 +149,29 @@ type ResponseOutputItem struct {
 	CallID    string       `json:"call_id,omitempty"`
 	Name      string       `json:"name,omitempty"`
 	Arguments *string      `json:"arguments,omitempty"`
+	// Summary is a reasoning item's: the model's thinking, whole, as one
+	// summary_text part ([] on a reasoning item, absent on others).
+	Summary []ReasoningSummary `json:"summary,omitzero"`
+}
+
+// ReasoningSummary is a reasoning item's summary part.
+type ReasoningSummary struct {
+	Type string `json:"type"` // summary_text
+	Text string `json:"text"`
+}
+
+// ReasoningSummaryEvent is response.reasoning_summary_part.added and
+// .done (Part), response.reasoning_summary_text.delta (Delta) and .done
+// (Text).
+type ReasoningSummaryEvent struct {
+	Type           string            `json:"type"`
+	SequenceNumber int               `json:"sequence_number"`
+	ItemID         string            `json:"item_id"`
+	OutputIndex    int               `json:"output_index"`
+	SummaryIndex   int               `json:"summary_index"`
+	Part           *ReasoningSummary `json:"part,omitempty"`
+	Delta          *string           `json:"delta,omitempty"`
+	Text           *string           `json:"text,omitempty"`
 }
 
 // OutputText is a message's text part.

@@ -142,6 +142,11 @@ type Request struct {
 	// AddGenerationPrompt ends the templated conversation with the
 	// assistant's header (true for chat completions).
 	AddGenerationPrompt bool
+	// TemplateVars are more variables for the chat template (nil: none):
+	// enable_thinking and the like, from a request's think controls and
+	// chat_template_kwargs (serve/reasoning.go). The CPU engine renders
+	// them; other lanes render their own prompt and ignore them.
+	TemplateVars map[string]any
 
 	MaxTokens int      // 0: until a stop condition or the context is full
 	Stop      []string // stop strings; the stop string itself is not emitted

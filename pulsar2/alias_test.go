@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/edgectl/edgectl/format/axllm"
+	"github.com/edgectl/edgectl/internal/testbin"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -74,9 +75,9 @@ func TestBuildRemovesStaleTemporaries(t *testing.T) {
 		t.Fatal("no output")
 	}
 	os.Remove(other) // another output's orphan: not this build's to remove
-	noLeftovers(t, parent)
-	calls := dockerCalls(t, log)
-	v := flagValues(calls[len(calls)-1], "-v")
+	testbin.NoTemporaries(t, parent)
+	calls := testbin.ReadJSONL[[]string](t, log)
+	v := testbin.FlagValues(calls[len(calls)-1], "-v")
 	if len(v) != 3 || !strings.Contains(v[2], "/.o.shim.edgectl-tmp-"+strconv.Itoa(os.Getpid())+"-") {
 		t.Fatalf("shim mount %q lacks the temporary name", v)
 	}

@@ -2,8 +2,6 @@ package pulsar2
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,13 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/format/hfconfig"
 	"github.com/edgectl/edgectl/format/safetensors"
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/container"
 	"github.com/edgectl/edgectl/internal/pathguard"
 	"github.com/edgectl/edgectl/internal/progress"
 )
@@ -151,12 +149,12 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 	} else if res.Builder != BuilderLLMBuild && res.Builder != BuilderLLMBuild2 {
 		return nil, inputErr(fmt.Sprintf("--builder %q", opts.Builder), "use llm_build (Pulsar2 ≤ 5) or llm_build2 (6.0+)")
 	}
-	name := "edgectl-pulsar2-" + randHex(6)
+	name := container.Name("edgectl-pulsar2")
 	return p.produce(outAbs, res, opts, start, logw, compiler{
 		command: func(outPath, shimHost string) []string {
 			return append([]string{rt}, p.containerArgs(rt, image, name, res.Builder, outPath, shimHost)...)
 		},
-		run: func(command []string) (*logScanner, error) { return runContainer(ctx, rt, name, command[1:], logw) },
+		run: func(command []string) (*logScanner, error) { return runContainer(ctx, rt, name, command, logw) },
 		judge: func(sc *logScanner, runErr error) error {
 			return judgeRun(sc, runErr, rt, res.Builder, image)
 		},
@@ -235,35 +233,25 @@ func (p *plan) produce(outAbs string, res *BuildResult, opts BuildOptions, start
 func shimName(out string) string { return filepath.Base(out) + ".shim" }
 
 func resolveRuntime(want string) (string, error) {
-	cands := []string{"docker", "podman"}
-	if want != "" {
-		if want != "docker" && want != "podman" {
-			return "", inputErr(fmt.Sprintf("--runtime %q", want), "use docker or podman")
-		}
-		cands = []string{want}
+	rt, err := container.Lookup(want)
+	if errors.Is(err, container.ErrUnknownRuntime) {
+		return "", inputErr(fmt.Sprintf("--runtime %q", want), "use docker or podman")
 	}
-	for _, c := range cands {
-		if _, err := exec.LookPath(c); err == nil {
-			return c, nil
-		}
+	if err != nil {
+		return "", &BuildError{Kind: FailRuntime, Msg: err.Error(), Fix: "install Docker or Podman; pulsar2 ships only as a container image"}
 	}
-	return "", &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("no container runtime: %s not found on PATH", strings.Join(cands, " or ")),
-		Fix: "install Docker or Podman; pulsar2 ships only as a container image"}
+	return rt, nil
 }
 
 // daemonTrouble recognizes a runtime that cannot reach its daemon or may
 // not use it, which would otherwise look like a compiler or image failure.
 func daemonTrouble(rt, out string) *BuildError {
-	for _, m := range []string{"Cannot connect to the Docker daemon", "permission denied while trying to connect", "Is the docker daemon running", "cannot connect to Podman", "unable to connect to Podman"} {
-		if strings.Contains(out, m) {
-			return &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("%s cannot reach its daemon: %s", rt, firstLines(out, 1)),
-				Fix: "start it (`systemctl start docker`) and make sure you may use it (the docker group, or rootless podman)"}
-		}
+	if !container.DaemonDown(out) {
+		return nil
 	}
-	return nil
+	return &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("%s cannot reach its daemon: %s", rt, firstLines(out, 1)),
+		Fix: "start it (`systemctl start docker`) and make sure you may use it (the docker group, or rootless podman)"}
 }
-
-var imageMissing = []string{"Unable to find image", "No such image", "pull access denied", "manifest unknown", "image not known", "repository does not exist"}
 
 func imageErr(image, out string) *BuildError {
 	return &BuildError{Kind: FailImage, Msg: fmt.Sprintf("image %s is not available (%s)", image, firstLines(out, 2)),
@@ -292,15 +280,14 @@ func localImage(ctx context.Context, rt string) (string, error) {
 func probeVersion(ctx context.Context, rt, image string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, rt, "run", "--rm", image, "pulsar2", "version").CombinedOutput()
+	argv := container.Run{Runtime: rt, Image: image, Command: []string{"pulsar2", "version"}}.Argv()
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 	s := string(out)
 	if be := daemonTrouble(rt, s); be != nil {
 		return "", be
 	}
-	for _, m := range imageMissing {
-		if strings.Contains(s, m) {
-			return "", imageErr(image, s)
-		}
+	if container.ImageMissing(s) {
+		return "", imageErr(image, s)
 	}
 	if err != nil {
 		return "", &BuildError{Kind: FailImage, Msg: fmt.Sprintf("`pulsar2 version` failed in %s: %v: %s", image, err, firstLines(s, 3)),
@@ -313,46 +300,25 @@ func probeVersion(ctx context.Context, rt, image string) (string, error) {
 	return v, nil
 }
 
-// runContainer runs the compiler, streaming its merged stdout/stderr to
-// logw and through the scanner. Cancelling ctx kills the container by name
-// (killing the CLI alone would leave it running).
-func runContainer(ctx context.Context, rt, name string, args []string, logw io.Writer) (*logScanner, error) {
-	cmd := exec.CommandContext(ctx, rt, args...)
-	cmd.Cancel = func() error {
-		kctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		exec.CommandContext(kctx, rt, "kill", name).Run()
-		return cmd.Process.Signal(syscall.SIGTERM)
-	}
-	return streamRun(ctx, cmd, logw, "check the container runtime works: `"+rt+" info`")
+// runContainer runs the compiler in the container name, streaming its
+// merged output to logw and through the scanner. Cancelling ctx kills the
+// container by name (killing the CLI alone would leave it running).
+func runContainer(ctx context.Context, rt, name string, argv []string, logw io.Writer) (*logScanner, error) {
+	return streamRun(ctx, container.Process{Argv: argv, Runtime: rt, Name: name}, logw, "check the container runtime works: `"+rt+" info`")
 }
 
 // streamRun runs the compiler, its merged output streamed to logw and
 // through the log scanner; startFix is the advice when it cannot start.
-func streamRun(ctx context.Context, cmd *exec.Cmd, logw io.Writer, startFix string) (*logScanner, error) {
+func streamRun(ctx context.Context, proc container.Process, logw io.Writer, startFix string) (*logScanner, error) {
 	sc := &logScanner{}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return sc, err
-	}
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.WaitDelay = 30 * time.Second
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		return sc, &BuildError{Kind: FailRuntime, Msg: fmt.Sprintf("start %s: %v", cmd.Args[0], err), Fix: startFix}
-	}
-	pw.Close()
-	lines := newLineScanner(pr)
-	for lines.Scan() {
-		line := lines.Text()
+	proc.WaitDelay = 30 * time.Second
+	err := proc.Stream(ctx, func(line string) {
 		sc.add(line)
 		fmt.Fprintln(logw, line)
-	}
-	pr.Close()
-	err = cmd.Wait()
-	if ctx.Err() != nil {
-		return sc, ctx.Err()
+	})
+	var se *container.StartError
+	if errors.As(err, &se) {
+		return sc, &BuildError{Kind: FailRuntime, Msg: se.Error(), Fix: startFix}
 	}
 	return sc, err
 }
@@ -365,15 +331,9 @@ func judgeRun(sc *logScanner, runErr error, rt, builder, image string) error {
 	if be, ok := runErr.(*BuildError); ok {
 		return be
 	}
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(runErr, &ee) {
-		code = ee.ExitCode()
-		if code == -1 { // killed by a signal
-			code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
-		}
-	} else if runErr != nil {
-		return &BuildError{Kind: FailRuntime, Msg: runErr.Error(), Tail: sc.tail}
+	code, err := container.ExitCode(runErr)
+	if err != nil {
+		return &BuildError{Kind: FailRuntime, Msg: err.Error(), Tail: sc.tail}
 	}
 	if code == 0 && (sc.failure == nil || sc.has("build")) {
 		return nil
@@ -393,14 +353,12 @@ func judgeRun(sc *logScanner, runErr error, rt, builder, image string) error {
 	if be := daemonTrouble(rt, strings.Join(sc.tail, "\n")); be != nil {
 		return be
 	}
-	for _, m := range imageMissing {
-		for _, l := range sc.tail {
-			if strings.Contains(l, m) {
-				return imageErr(image, l)
-			}
+	for _, l := range sc.tail {
+		if container.ImageMissing(l) {
+			return imageErr(image, l)
 		}
 	}
-	if code == 125 || code == 126 || code == 127 {
+	if container.DidNotStart(code) {
 		return mk(FailRuntime, fmt.Sprintf("the container did not start (exit %d)", code), "run the printed command by hand to see why", sc.lastErr)
 	}
 	return mk(FailCompiler, fmt.Sprintf("pulsar2 %s failed (exit %d)", builder, code),
@@ -515,9 +473,3 @@ func (p *plan) bos() *bool {
 }
 
 func boolp(b bool) *bool { return &b }
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/testbin"
 
 	"github.com/edgectl/edgectl/format/safetensors"
 )
@@ -36,7 +37,7 @@ func TestBuildLLMBuildEndToEnd(t *testing.T) {
 			t.Errorf("marker %q not recognized; markers %v", m, res.Markers)
 		}
 	}
-	calls := dockerCalls(t, log)
+	calls := testbin.ReadJSONL[[]string](t, log)
 	if len(calls) != 2 || !reflect.DeepEqual(calls[0][1:], []string{"run", "--rm", "pulsar2:5.2", "pulsar2", "version"}) {
 		t.Fatalf("docker calls: %q", calls)
 	}
@@ -46,7 +47,7 @@ func TestBuildLLMBuildEndToEnd(t *testing.T) {
 	}
 	check := func(flag string, want ...string) {
 		t.Helper()
-		if got := flagValues(argv, flag); !reflect.DeepEqual(got, want) {
+		if got := testbin.FlagValues(argv, flag); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s = %q, want %q", flag, got, want)
 		}
 	}
@@ -59,7 +60,7 @@ func TestBuildLLMBuildEndToEnd(t *testing.T) {
 	check("-c", "1")
 	check("--input_path", "/edgectl/model")
 	real, _ := filepath.EvalSymlinks(model)
-	if v := flagValues(argv, "-v"); len(v) != 2 || v[0] != real+":/edgectl/model:ro" || !strings.HasSuffix(v[1], ":/edgectl/out") {
+	if v := testbin.FlagValues(argv, "-v"); len(v) != 2 || v[0] != real+":/edgectl/model:ro" || !strings.HasSuffix(v[1], ":/edgectl/out") {
 		t.Errorf("mounts %q", v)
 	}
 	if strings.Contains(strings.Join(argv, " "), "PYTHONPATH") {
@@ -102,7 +103,7 @@ func TestBuildLLMBuildEndToEnd(t *testing.T) {
 	if bi == nil || bi.KVCacheLen != 1023 || bi.PulsarVersion != "5.2" || bi.WeightType != "s8" {
 		t.Errorf("build info %+v", bi)
 	}
-	noLeftovers(t, filepath.Dir(out))
+	testbin.NoTemporaries(t, filepath.Dir(out))
 }
 
 // llm_build2 is chosen for Pulsar2 ≥ 6 found on the machine, a GPTQ int4
@@ -119,17 +120,17 @@ func TestBuildLLMBuild2NewestImageGPTQ(t *testing.T) {
 	if res.Image != "pulsar2:7.0" || res.Builder != BuilderLLMBuild2 || res.WeightType != "s4" {
 		t.Errorf("image %s builder %s weight %s", res.Image, res.Builder, res.WeightType)
 	}
-	calls := dockerCalls(t, log)
+	calls := testbin.ReadJSONL[[]string](t, log)
 	argv := calls[len(calls)-1]
 	if argv[0] != "podman" {
 		t.Errorf("ran %s, want podman", argv[0])
 	}
 	for flag, want := range map[string]string{"--max_context": "2048", "--prefill_len": "1024", "--prefill_step_size": "128", "-w": "s4"} {
-		if got := flagValues(argv, flag); len(got) != 1 || got[0] != want {
+		if got := testbin.FlagValues(argv, flag); len(got) != 1 || got[0] != want {
 			t.Errorf("%s = %q, want %s", flag, got, want)
 		}
 	}
-	if len(flagValues(argv, "--kv_cache_len")) > 0 || len(flagValues(argv, "--user")) > 0 {
+	if len(testbin.FlagValues(argv, "--kv_cache_len")) > 0 || len(testbin.FlagValues(argv, "--user")) > 0 {
 		t.Errorf("llm_build2 under podman got --kv_cache_len or --user: %q", argv)
 	}
 	// BF16 in, same bytes out.
@@ -192,7 +193,7 @@ func TestBuildKnownFailures(t *testing.T) {
 			if fileExists(out) {
 				t.Error("output directory created by a failed build")
 			}
-			noLeftovers(t, filepath.Dir(out))
+			testbin.NoTemporaries(t, filepath.Dir(out))
 		})
 	}
 }
@@ -229,12 +230,12 @@ func TestBuildShimFixesFailures(t *testing.T) {
 					t.Errorf("shim log line %q is not from the %s hook", l, c.hook)
 				}
 			}
-			calls := dockerCalls(t, log)
+			calls := testbin.ReadJSONL[[]string](t, log)
 			argv := calls[len(calls)-1]
-			if e := flagValues(argv, "-e"); !contains(e, "PYTHONPATH=/edgectl/shim") {
+			if e := testbin.FlagValues(argv, "-e"); !contains(e, "PYTHONPATH=/edgectl/shim") {
 				t.Errorf("env %q lacks the shim path", e)
 			}
-			if v := flagValues(argv, "-v"); len(v) != 3 || !strings.HasSuffix(v[2], ":/edgectl/shim:ro") {
+			if v := testbin.FlagValues(argv, "-v"); len(v) != 3 || !strings.HasSuffix(v[2], ":/edgectl/shim:ro") {
 				t.Errorf("mounts %q lack the shim", v)
 			}
 		})
@@ -296,7 +297,7 @@ func TestBuildInputErrors(t *testing.T) {
 			if errkind.Of(err) != errkind.Input {
 				t.Errorf("kind %v, want %v", errkind.Of(err), errkind.Input)
 			}
-			if calls := dockerCalls(t, log); len(calls) > 0 {
+			if calls := testbin.ReadJSONL[[]string](t, log); len(calls) > 0 {
 				t.Errorf("input fault reached the runtime: %q", calls)
 			}
 		})
@@ -321,20 +322,20 @@ func TestBuildDryRunMatchesRealRun(t *testing.T) {
 	if _, err := Build(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	calls := dockerCalls(t, log)
+	calls := testbin.ReadJSONL[[]string](t, log)
 	real := calls[len(calls)-1]
 	norm := func(argv []string) string {
 		s := strings.Join(argv, "\x00")
-		v := flagValues(argv, "-v")
+		v := testbin.FlagValues(argv, "-v")
 		s = strings.ReplaceAll(s, strings.TrimSuffix(v[1], ":/edgectl/out"), "OUT")
 		s = strings.ReplaceAll(s, strings.TrimSuffix(v[2], ":/edgectl/shim:ro"), "SHIM")
-		return strings.ReplaceAll(s, flagValues(argv, "--name")[0], "NAME")
+		return strings.ReplaceAll(s, testbin.FlagValues(argv, "--name")[0], "NAME")
 	}
 	if norm(dry.Command) != norm(real) {
 		t.Errorf("dry run\n %q\nreal run\n %q", dry.Command, real)
 	}
-	if !strings.HasSuffix(flagValues(dry.Command, "-v")[1], out+":/edgectl/out") {
-		t.Errorf("dry run mounts %q, want the final output path", flagValues(dry.Command, "-v"))
+	if !strings.HasSuffix(testbin.FlagValues(dry.Command, "-v")[1], out+":/edgectl/out") {
+		t.Errorf("dry run mounts %q, want the final output path", testbin.FlagValues(dry.Command, "-v"))
 	}
 }
 
@@ -354,8 +355,8 @@ func TestBuildCancelKillsContainer(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("cancel took %v", d)
 	}
-	calls := dockerCalls(t, log)
-	name := flagValues(calls[0], "--name")[0]
+	calls := testbin.ReadJSONL[[]string](t, log)
+	name := testbin.FlagValues(calls[0], "--name")[0]
 	last := calls[len(calls)-1]
 	if !reflect.DeepEqual(last[1:], []string{"kill", name}) {
 		t.Errorf("last runtime call %q, want kill %s", last, name)
@@ -363,7 +364,7 @@ func TestBuildCancelKillsContainer(t *testing.T) {
 	if fileExists(out) {
 		t.Error("cancelled build left its output")
 	}
-	noLeftovers(t, filepath.Dir(out))
+	testbin.NoTemporaries(t, filepath.Dir(out))
 }
 
 // A Hugging Face cache snapshot is a directory of symlinks into ../../blobs:

@@ -1,9 +1,10 @@
 package pulsar2
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/edgectl/edgectl/internal/container"
 )
 
 // Paths inside the container.
@@ -16,25 +17,15 @@ const (
 // containerArgs builds the runtime's argument list (after the runtime's own
 // name) for one compiler run.
 func (p *plan) containerArgs(rt, image, name, builder, outHost, shimHost string) []string {
-	args := []string{"run", "--rm", "--name", name,
-		"-v", p.mountRoot + ":" + ctrModel + ":ro",
-		"-v", outHost + ":" + ctrOut,
-	}
+	r := container.Run{Runtime: rt, Name: name, Image: image, UID: p.uid, GID: p.gid,
+		Mounts: []container.Mount{{Host: p.mountRoot, Path: ctrModel, ReadOnly: true}, {Host: outHost, Path: ctrOut}}}
 	if shimHost != "" {
-		args = append(args, "-v", shimHost+":"+ctrShim+":ro", "-e", "PYTHONPATH="+ctrShim)
+		r.Mounts = append(r.Mounts, container.Mount{Host: shimHost, Path: ctrShim, ReadOnly: true})
+		r.Env = append(r.Env, "PYTHONPATH="+ctrShim)
 	}
-	args = append(args, "-e", "FLOAT_MATMUL_USE_CONV_EU=1")
-	switch {
-	case rt == "podman":
-		// Rootless podman maps the user to root in the container; SELinux
-		// labels would otherwise block the bind mounts.
-		args = append(args, "--security-opt", "label=disable")
-	case p.uid > 0:
-		// Docker runs as root: keep the output owned by the user.
-		args = append(args, "--user", fmt.Sprintf("%d:%d", p.uid, p.gid), "-e", "HOME=/tmp")
-	}
-	args = append(args, image, "pulsar2")
-	return append(args, p.pulsarArgs(builder)...)
+	r.Env = append(r.Env, "FLOAT_MATMUL_USE_CONV_EU=1")
+	r.Command = append([]string{"pulsar2"}, p.pulsarArgs(builder)...)
+	return r.Argv()[1:]
 }
 
 // pulsarArgs are the compiler's flags (axera.md §4.1-§4.3).

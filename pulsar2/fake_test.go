@@ -1,18 +1,15 @@
 package pulsar2
 
 import (
-	"github.com/edgectl/edgectl/internal/testbin"
-
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/edgectl/edgectl/format/safetensors"
+	"github.com/edgectl/edgectl/internal/testbin"
 )
 
 // TestMain removes the fake programs built for the package's tests.
@@ -32,39 +29,6 @@ func useFakeDocker(t *testing.T, images string) string {
 	t.Setenv("FAKE_PULSAR2_COS", "")
 	t.Setenv("FAKE_DOCKER_DAEMON", "")
 	return log
-}
-
-// dockerCalls reads the fake runtime's invocation log.
-func dockerCalls(t *testing.T, log string) [][]string {
-	t.Helper()
-	f, err := os.Open(log)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var calls [][]string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var argv []string
-		if err := json.Unmarshal(sc.Bytes(), &argv); err != nil {
-			t.Fatal(err)
-		}
-		calls = append(calls, argv)
-	}
-	return calls
-}
-
-func flagValues(argv []string, name string) []string {
-	var out []string
-	for i := 0; i+1 < len(argv); i++ {
-		if argv[i] == name {
-			out = append(out, argv[i+1])
-		}
-	}
-	return out
 }
 
 type modelSpec struct {
@@ -188,13 +152,3 @@ func checkEmbedding(t *testing.T, path string, want []float32) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-func noLeftovers(t *testing.T, parent string) {
-	t.Helper()
-	ents, _ := os.ReadDir(parent)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") {
-			t.Errorf("temporary %s left in %s", e.Name(), parent)
-		}
-	}
-}

@@ -1,8 +1,6 @@
 package pulsar2
 
 import (
-	"bufio"
-	"bytes"
 	"math"
 	"regexp"
 	"strconv"
@@ -118,29 +116,4 @@ func (s *logScanner) has(marker string) bool {
 		}
 	}
 	return false
-}
-
-// splitLines splits on \n and on bare \r, so progress bars that redraw with
-// \r become separate lines instead of one huge one.
-func splitLines(data []byte, atEOF bool) (int, []byte, error) {
-	if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
-		j := i + 1
-		if data[i] == '\r' && j < len(data) && data[j] == '\n' {
-			j++
-		} else if data[i] == '\r' && j == len(data) && !atEOF {
-			return 0, nil, nil // need more data to see whether \n follows
-		}
-		return j, data[:i], nil
-	}
-	if atEOF && len(data) > 0 {
-		return len(data), data, nil
-	}
-	return 0, nil, nil
-}
-
-func newLineScanner(r interface{ Read([]byte) (int, error) }) *bufio.Scanner {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	sc.Split(splitLines)
-	return sc
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/edgectl/edgectl/internal/container"
 	"github.com/edgectl/edgectl/internal/envconfig"
 )
 
@@ -118,11 +119,8 @@ func probeNativeVersion(ctx context.Context, bin string) (string, error) {
 // whole group (pulsar2 --parallel forks workers).
 func runNative(ctx context.Context, command []string, logw io.Writer) (*logScanner, error) {
 	env, argv := nativeEnv(command)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	return streamRun(ctx, cmd, logw, "check that --pulsar2-bin names an executable compiler")
+	proc := container.Process{Argv: argv, Env: env, GroupSignal: syscall.SIGTERM}
+	return streamRun(ctx, proc, logw, "check that --pulsar2-bin names an executable compiler")
 }
 
 // judgeNative is judgeRun for a compiler without a container: exit 126

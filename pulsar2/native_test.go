@@ -1,10 +1,8 @@
 package pulsar2
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -46,28 +44,6 @@ func useFakeNative(t *testing.T) (bin, calls, dockerLog string) {
 // tempPrefix is how atomicfile names the temporaries beside base.
 func tempPrefix(base string) string { return strings.TrimSuffix(atomicfile.TempPattern(base), "*") }
 
-func nativeCalls(t *testing.T, log string) []nativeCall {
-	t.Helper()
-	f, err := os.Open(log)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []nativeCall
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var c nativeCall
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
 func TestNativeBuildEndToEnd(t *testing.T) {
 	bin, calls, dockerLog := useFakeNative(t)
 	model, emb := makeModel(t, modelSpec{layers: 3, hidden: 64, vocab: 6400, extra: map[string]any{"kv_cache_len": 1023}})
@@ -80,18 +56,18 @@ func TestNativeBuildEndToEnd(t *testing.T) {
 	if res.Runtime != RuntimeNative || res.Pulsar2Bin != bin || res.PulsarVersion != "5.2" || res.Builder != BuilderLLMBuild {
 		t.Errorf("runtime %s bin %s version %s builder %s", res.Runtime, res.Pulsar2Bin, res.PulsarVersion, res.Builder)
 	}
-	if d := dockerCalls(t, dockerLog); len(d) != 0 {
+	if d := testbin.ReadJSONL[[]string](t, dockerLog); len(d) != 0 {
 		t.Errorf("a native build called the container runtime: %q", d)
 	}
-	cs := nativeCalls(t, calls)
+	cs := testbin.ReadJSONL[nativeCall](t, calls)
 	if len(cs) != 2 || strings.Join(cs[0].Argv[1:], " ") != "version" {
 		t.Fatalf("compiler calls %+v, want version then llm_build", cs)
 	}
 	argv := cs[1].Argv
-	if got := flagValues(argv, "--input_path"); len(got) != 1 || got[0] != model {
+	if got := testbin.FlagValues(argv, "--input_path"); len(got) != 1 || got[0] != model {
 		t.Errorf("--input_path %q, want the model directory %s", got, model)
 	}
-	if got := flagValues(argv, "--output_path"); len(got) != 1 || !strings.HasPrefix(filepath.Base(got[0]), tempPrefix("qwen3-ax650")) {
+	if got := testbin.FlagValues(argv, "--output_path"); len(got) != 1 || !strings.HasPrefix(filepath.Base(got[0]), tempPrefix("qwen3-ax650")) {
 		t.Errorf("--output_path %q, want a temporary beside OUT", got)
 	}
 	if cs[1].ConvEU != "1" || cs[1].PythonPath != "" {
@@ -110,7 +86,7 @@ func TestNativeBuildEndToEnd(t *testing.T) {
 	if bi == nil || bi.Pulsar2Bin != bin || bi.Image != "" {
 		t.Errorf("build info %+v", bi)
 	}
-	noLeftovers(t, filepath.Dir(out))
+	testbin.NoTemporaries(t, filepath.Dir(out))
 }
 
 // The shim goes first on the compiler's PYTHONPATH, ahead of the user's,
@@ -128,7 +104,7 @@ func TestNativeShimFirstOnPythonPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := nativeCalls(t, calls)
+	cs := testbin.ReadJSONL[nativeCall](t, calls)
 	if len(cs) != 1 {
 		t.Fatalf("compiler calls %+v, want one (--builder skips the version probe)", cs)
 	}
@@ -139,10 +115,10 @@ func TestNativeShimFirstOnPythonPath(t *testing.T) {
 	if len(res.ShimLog) == 0 || !strings.Contains(res.ShimLog[0], "relax-groupn") {
 		t.Errorf("shim log %q: the hook did not fire", res.ShimLog)
 	}
-	if d := dockerCalls(t, dockerLog); len(d) != 0 {
+	if d := testbin.ReadJSONL[[]string](t, dockerLog); len(d) != 0 {
 		t.Errorf("container runtime called: %q", d)
 	}
-	noLeftovers(t, filepath.Dir(out))
+	testbin.NoTemporaries(t, filepath.Dir(out))
 }
 
 func TestNativeKnownFailures(t *testing.T) {
@@ -178,8 +154,8 @@ func TestNativeKnownFailures(t *testing.T) {
 			if fileExists(out) {
 				t.Error("output directory created by a failed build")
 			}
-			noLeftovers(t, filepath.Dir(out))
-			if d := dockerCalls(t, dockerLog); len(d) != 0 {
+			testbin.NoTemporaries(t, filepath.Dir(out))
+			if d := testbin.ReadJSONL[[]string](t, dockerLog); len(d) != 0 {
 				t.Errorf("container runtime called: %q", d)
 			}
 		})
@@ -199,10 +175,10 @@ func TestNativeDryRun(t *testing.T) {
 	if !strings.HasPrefix(cmd, "env PYTHONPATH=") || !strings.Contains(cmd, " FLOAT_MATMUL_USE_CONV_EU=1 "+bin+" llm_build --input_path "+model) {
 		t.Errorf("dry-run command %s", cmd)
 	}
-	if fileExists(out) || len(dockerCalls(t, dockerLog)) != 0 {
+	if fileExists(out) || len(testbin.ReadJSONL[[]string](t, dockerLog)) != 0 {
 		t.Error("dry run wrote output or called the container runtime")
 	}
-	if cs := nativeCalls(t, calls); len(cs) != 1 || cs[0].Argv[1] != "version" {
+	if cs := testbin.ReadJSONL[nativeCall](t, calls); len(cs) != 1 || cs[0].Argv[1] != "version" {
 		t.Errorf("dry run ran %+v, want only the version probe", cs)
 	}
 }
@@ -241,7 +217,7 @@ func TestNativeRefusesSelfCallingPulsar2(t *testing.T) {
 			t.Errorf("--pulsar2-bin %s: kind %v, output %v", c.bin, errkind.Of(err), fileExists(out))
 		}
 	}
-	if cs := nativeCalls(t, calls); len(cs) != 0 {
+	if cs := testbin.ReadJSONL[nativeCall](t, calls); len(cs) != 0 {
 		t.Errorf("the compiler ran despite the loop: %+v", cs)
 	}
 

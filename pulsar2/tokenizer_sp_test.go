@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgectl/edgectl/format/axllm"
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/testbin"
 )
 
 // pulsar2 build on the SentencePiece TinyStories fixture succeeds end to
@@ -76,7 +77,7 @@ func TestBuildDryRunWarnsInsteadOfFailing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dry run failed: %v", err)
 	}
-	if len(res.Command) == 0 || res.Command[0] != "docker" || len(flagValues(res.Command, "--kv_cache_len")) != 1 {
+	if len(res.Command) == 0 || res.Command[0] != "docker" || len(testbin.FlagValues(res.Command, "--kv_cache_len")) != 1 {
 		t.Errorf("command %q", res.Command)
 	}
 	all := strings.Join(res.Warnings, "\n")
@@ -85,7 +86,7 @@ func TestBuildDryRunWarnsInsteadOfFailing(t *testing.T) {
 			t.Errorf("warnings lack %q:\n%s", want, all)
 		}
 	}
-	if calls := dockerCalls(t, log); len(calls) > 0 {
+	if calls := testbin.ReadJSONL[[]string](t, log); len(calls) > 0 {
 		t.Errorf("dry run with --builder ran the runtime: %q", calls)
 	}
 	o.DryRun = false

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/edgectl/edgectl/format/axllm"
+	"github.com/edgectl/edgectl/internal/container"
+	"github.com/edgectl/edgectl/internal/testbin"
 
 	"github.com/edgectl/edgectl/format/safetensors"
 )
@@ -61,7 +63,7 @@ func TestLogScannerClassifies(t *testing.T) {
 }
 
 func TestSplitLinesHandlesCarriageReturns(t *testing.T) {
-	sc := newLineScanner(strings.NewReader("a\r\nprog 1\rprog 2\rdone\nlast"))
+	sc := container.Lines(strings.NewReader("a\r\nprog 1\rprog 2\rdone\nlast"))
 	var got []string
 	for sc.Scan() {
 		got = append(got, sc.Text())
@@ -77,15 +79,15 @@ func TestContainerArgsUserAndRuntime(t *testing.T) {
 	p := &plan{uid: 1000, gid: 100, mountRoot: "/m", inputPath: "/edgectl/model", chip: "AX650", kv: 1023, prefill: 128,
 		groups: []int{128, 256}, parallel: 4, weightType: "s8"}
 	d := p.containerArgs("docker", "pulsar2:5.2", "n", BuilderLLMBuild, "/o", "")
-	if u := flagValues(d, "--user"); len(u) != 1 || u[0] != "1000:100" || !contains(flagValues(d, "-e"), "HOME=/tmp") {
+	if u := testbin.FlagValues(d, "--user"); len(u) != 1 || u[0] != "1000:100" || !contains(testbin.FlagValues(d, "-e"), "HOME=/tmp") {
 		t.Errorf("docker as uid 1000: %q", d)
 	}
 	pd := p.containerArgs("podman", "pulsar2:5.2", "n", BuilderLLMBuild, "/o", "")
-	if len(flagValues(pd, "--user")) != 0 || !contains(flagValues(pd, "--security-opt"), "label=disable") {
+	if len(testbin.FlagValues(pd, "--user")) != 0 || !contains(testbin.FlagValues(pd, "--security-opt"), "label=disable") {
 		t.Errorf("podman: %q", pd)
 	}
 	p.uid = 0
-	if r := p.containerArgs("docker", "pulsar2:5.2", "n", BuilderLLMBuild, "/o", ""); len(flagValues(r, "--user")) != 0 {
+	if r := p.containerArgs("docker", "pulsar2:5.2", "n", BuilderLLMBuild, "/o", ""); len(testbin.FlagValues(r, "--user")) != 0 {
 		t.Errorf("docker as root got --user: %q", r)
 	}
 	if q := ShellQuote([]string{"a b", "it's", "--x=1", ""}); q != `'a b' 'it'\''s' --x=1 ''` {

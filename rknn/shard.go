@@ -2,7 +2,6 @@ package rknn
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/edgectl/edgectl/format/onnx"
+	"github.com/edgectl/edgectl/format/rknnchain"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/rknn/onnxeval"
@@ -36,9 +36,9 @@ type ShardOptions struct {
 
 // ShardResult is what Shard wrote.
 type ShardResult struct {
-	OutDir   string    `json:"out_dir"`
-	Manifest *Manifest `json:"manifest"`
-	Scale    float64   `json:"scale"`
+	OutDir   string              `json:"out_dir"`
+	Manifest *rknnchain.Manifest `json:"manifest"`
+	Scale    float64             `json:"scale"`
 	// ScaleLimitedBy is the tensor whose calibrated max |x| chose s.
 	ScaleLimitedBy string  `json:"scale_limited_by,omitempty"`
 	MaxAbs         float64 `json:"scale_limited_max_abs,omitempty"`
@@ -174,17 +174,17 @@ func Shard(ctx context.Context, o ShardOptions) (*ShardResult, error) {
 		return nil, fmt.Errorf("rknn: internal error: the rewritten graph's output differs from the original's in float64 (cosine %.6f); please report it with the model", res.RewriteCosine)
 	}
 
-	m := &Manifest{Schema: ManifestSchema, Source: filepath.Base(o.Model), InputScale: res.Scale, OutputScale: outScale,
+	m := &rknnchain.Manifest{Schema: rknnchain.ManifestSchema, Source: filepath.Base(o.Model), InputScale: res.Scale, OutputScale: outScale,
 		Cores: o.Cores, Barrier: o.Barrier, Sample: sampleDesc, Tiles: tiles,
-		Budget: Budget{SRAMKB: o.SRAMKB, Bytes: budget},
-		Build:  BuildConfig{TargetPlatform: "rk3588", FloatDType: "float16", DisableRules: []string{}}}
+		Budget: rknnchain.Budget{SRAMKB: o.SRAMKB, Bytes: budget},
+		Build:  rknnchain.BuildConfig{TargetPlatform: "rk3588", FloatDType: "float16", DisableRules: []string{}}}
 	if o.Barrier == BarrierRules || o.Barrier == BarrierBoth {
 		zero := 0
 		m.Build.OptimizationLevel = &zero
 		m.Build.DisableRules = slices.Clone(fusionRules)
 	}
-	info := func(name string) TensorInfo {
-		t := TensorInfo{Name: name, Type: "FLOAT", Shape: g.shapes[name], Scale: math.Pow(res.Scale, powers[name])}
+	info := func(name string) rknnchain.TensorInfo {
+		t := rknnchain.TensorInfo{Name: name, Type: "FLOAT", Shape: g.shapes[name], Scale: math.Pow(res.Scale, powers[name])}
 		if g.isInt[name] {
 			t.Type, t.Scale = "INT64", 1
 		}
@@ -224,9 +224,9 @@ func Shard(ctx context.Context, o ShardOptions) (*ShardResult, error) {
 }
 
 // shardModel makes part p a standalone model named name.
-func (g *graph) shardModel(name string, p part) (*onnx.Model, ShardEntry) {
+func (g *graph) shardModel(name string, p part) (*onnx.Model, rknnchain.ShardEntry) {
 	gr := &onnx.Graph{Name: name, Node: p.nodes}
-	sh := ShardEntry{File: name + ".onnx", Ops: len(p.nodes), Ends: p.ends}
+	sh := rknnchain.ShardEntry{File: name + ".onnx", Ops: len(p.nodes), Ends: p.ends}
 	seen := map[string]bool{}
 	for _, n := range p.nodes {
 		for _, in := range n.Input {
@@ -257,7 +257,7 @@ func (g *graph) shardModel(name string, p part) (*onnx.Model, ShardEntry) {
 
 // writeOut writes the shards and the manifest into a temporary sibling of
 // dir and renames it into place: no partial OUT.
-func writeOut(dir string, m *Manifest, models []*onnx.Model) error {
+func writeOut(dir string, m *rknnchain.Manifest, models []*onnx.Model) error {
 	d, err := atomicfile.CreateDir(dir)
 	if err != nil {
 		return errkind.Wrap(errkind.Input, err)
@@ -268,11 +268,7 @@ func writeOut(dir string, m *Manifest, models []*onnx.Model) error {
 			return err
 		}
 	}
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(d.Path, ManifestFile), append(b, '\n'), 0o644); err != nil {
+	if err := rknnchain.Write(d.Path, m); err != nil {
 		return err
 	}
 	return d.Commit()

@@ -14,7 +14,9 @@ import (
 	"testing"
 
 	"github.com/edgectl/edgectl/format/onnx"
+	"github.com/edgectl/edgectl/format/rknnchain"
 	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/testbin"
 	"github.com/edgectl/edgectl/internal/testmodel"
 	"github.com/edgectl/edgectl/rknn/onnxeval"
 )
@@ -66,6 +68,7 @@ func shardedSigLIP(t *testing.T) (model, out string, res *ShardResult) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	testbin.Cleanup() // the fake toolkit build_test.go builds
 	if siglip.dir != "" {
 		os.RemoveAll(siglip.dir)
 	}
@@ -116,7 +119,7 @@ func TestShardedChainAgreesInFP16(t *testing.T) {
 // runChain evaluates the model (float64) and the shards (FP16, in
 // manifest order, host scaling included) on the seeded sample input.
 func runChain(t *testing.T, model, out string) (got, want []float64) {
-	m, err := ReadManifest(out)
+	m, err := rknnchain.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +160,7 @@ func runChain(t *testing.T, model, out string) (got, want []float64) {
 // last produces the model output, and shards use only the documented ops.
 func TestShardsFitBudgetAndRoundRobin(t *testing.T) {
 	_, out, _ := shardedSigLIP(t)
-	m, err := ReadManifest(out)
+	m, err := rknnchain.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +231,7 @@ func TestShardsPassOnnxChecker(t *testing.T) {
 		t.Skip(testmodel.PythonONNXHint)
 	}
 	_, out, _ := shardedSigLIP(t)
-	m, err := ReadManifest(out)
+	m, err := rknnchain.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +269,7 @@ func TestScaleOneOverflows(t *testing.T) {
 		t.Fatalf("unscaled chain cosine %.6f, ok %v", r.Cosine, r.OK)
 	}
 	t.Logf("unscaled chain: cosine %.6f, problems %v", r.Cosine, r.Problems)
-	m, _ := ReadManifest(out)
+	m, _ := rknnchain.Read(out)
 	if m.Build.OptimizationLevel == nil || *m.Build.OptimizationLevel != 0 || !slices.Contains(m.Build.DisableRules, "fuse_matmul_softmax_matmul_to_sdpa") {
 		t.Fatalf("--barrier rules build config: %+v", m.Build)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/edgectl/edgectl/format/onnx"
+	"github.com/edgectl/edgectl/format/rknnchain"
 )
 
 // Barrier kinds: how tiles are kept from being fused back together.
@@ -31,23 +32,14 @@ type attention struct {
 	lead       int // product of the dims before the head axis
 }
 
-// TileResult is what tiling did to one Softmax.
-type TileResult struct {
-	Softmax  string `json:"softmax"`
-	Bytes    int    `json:"bytes"`      // its input in FP16, untiled
-	Rows     int    `json:"rows"`       // query rows per tile
-	Tiles    int    `json:"tiles"`      // heads × row blocks
-	MaxBytes int    `json:"tile_bytes"` // largest tile's Softmax input in FP16
-}
-
 // tile splits every attention whose Softmax input exceeds budget bytes in
 // FP16 into per-head, per-query-row-block tiles whose Softmax inputs fit.
 // Softmax over keys is independent per query row, so the tiles compute
 // exactly the untiled values; the per-head Concat puts them back. With
 // pill, each tile's output gets 1e-6·σ(previous tile's first element)
 // added: a data dependency between tiles (not exact: < 1e-6 absolute).
-func (g *graph) tile(budget int, pill bool) ([]TileResult, error) {
-	var res []TileResult
+func (g *graph) tile(budget int, pill bool) ([]rknnchain.TileResult, error) {
+	var res []rknnchain.TileResult
 	for _, sm := range slices.Clone(g.nodes) {
 		if sm.OpType != "Softmax" {
 			continue
@@ -149,7 +141,7 @@ func (g *graph) findAttention(sm *onnx.Node) (*attention, error) {
 }
 
 // rewriteAttention replaces the chain by tiles of rows query rows per head.
-func (g *graph) rewriteAttention(a *attention, rows int, pill bool) (TileResult, error) {
+func (g *graph) rewriteAttention(a *attention, rows int, pill bool) (rknnchain.TileResult, error) {
 	r := a.rank
 	headAx, rowAx := int64(r-3), int64(r-2)
 	base := a.sm.Name
@@ -159,7 +151,7 @@ func (g *graph) rewriteAttention(a *attention, rows int, pill bool) (TileResult,
 		return add(g.newNode("Slice", base+"/"+what, nil, x, g.addInts(base+"/"+what+"_starts", starts...),
 			g.addInts(base+"/"+what+"_ends", ends...), g.addInts(base+"/"+what+"_axes", axes...)))
 	}
-	res := TileResult{Softmax: a.sm.Name, Rows: rows}
+	res := rknnchain.TileResult{Softmax: a.sm.Name, Rows: rows}
 	var heads []string
 	prev, weight := "", ""
 	for h := 0; h < a.heads; h++ {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/edgectl/edgectl/format/onnx"
+	"github.com/edgectl/edgectl/format/rknnchain"
 	"github.com/edgectl/edgectl/internal/errkind"
 	"github.com/edgectl/edgectl/rknn/onnxeval"
 )
@@ -71,7 +72,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
 	if o.Model == "" {
 		return nil, errkind.Errorf(errkind.Usage, "pass --model MODEL.onnx, the model the shards were cut from")
 	}
-	m, err := ReadManifest(o.Dir)
+	m, err := rknnchain.Read(o.Dir)
 	if err != nil {
 		return nil, errkind.Wrap(errkind.Input, err)
 	}
@@ -82,7 +83,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
 	defer f.Close()
 	g := newGraph(f.Model)
 	if len(g.inputs) != 1 || len(m.Inputs) != 1 || g.inputs[0].Name != m.Inputs[0].Name {
-		return nil, errkind.Errorf(errkind.Input, "%s does not match %s: its inputs are not the manifest's %v (pass the model the shards were cut from)", o.Model, filepath.Join(o.Dir, ManifestFile), names(m.Inputs))
+		return nil, errkind.Errorf(errkind.Input, "%s does not match %s: its inputs are not the manifest's %v (pass the model the shards were cut from)", o.Model, filepath.Join(o.Dir, rknnchain.ManifestFile), names(m.Inputs))
 	}
 	x, sampleDesc, err := sampleInput(g.inputs[0], o.Sample)
 	if err != nil {
@@ -92,7 +93,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
 		MinCosine: o.MinCosine, BudgetBytes: m.Budget.Bytes}
 	want := map[string]bool{}
 	for _, s := range m.Shards {
-		for _, t := range append(append([]TensorInfo{}, s.Inputs...), s.Outputs...) {
+		for _, t := range append(append([]rknnchain.TensorInfo{}, s.Inputs...), s.Outputs...) {
 			want[t.Name] = true
 		}
 	}
@@ -137,7 +138,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
 
 // verifyShard runs one shard in FP16 on the chain's values (adding its
 // outputs to chain) and on the original's values.
-func verifyShard(ctx context.Context, dir string, s ShardEntry, chain, ref map[string]*onnxeval.Tensor) (*ShardReport, error) {
+func verifyShard(ctx context.Context, dir string, s rknnchain.ShardEntry, chain, ref map[string]*onnxeval.Tensor) (*ShardReport, error) {
 	p := filepath.Join(dir, s.File)
 	f, err := onnx.Open(p)
 	if err != nil {
@@ -215,7 +216,7 @@ func scaleTensor(t *onnxeval.Tensor, s float64) *onnxeval.Tensor {
 	return out
 }
 
-func names(ts []TensorInfo) []string {
+func names(ts []rknnchain.TensorInfo) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, t.Name)

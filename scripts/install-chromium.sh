@@ -10,15 +10,5 @@ for b in chromium chromium-browser google-chrome; do
 		exit 0
 	fi
 done
-if ! command -v apt-get >/dev/null 2>&1; then
-	echo "install-chromium: no apt-get here; install Chromium with your system's package manager" >&2
-	exit 1
-fi
-SUDO=
-if [ "$(id -u)" -ne 0 ]; then
-	SUDO=sudo
-fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core
+"$(dirname "$0")/apt-install.sh" install-chromium chromium fonts-dejavu-core
 command -v chromium

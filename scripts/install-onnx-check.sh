@@ -13,15 +13,5 @@ for py in python3 /usr/bin/python3; do
 		exit 0
 	fi
 done
-if ! command -v apt-get >/dev/null 2>&1; then
-	echo "install-onnx-check: no apt-get here; install the onnx Python package (pip install onnx numpy) for python3" >&2
-	exit 1
-fi
-SUDO=
-if [ "$(id -u)" -ne 0 ]; then
-	SUDO=sudo
-fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends python3-onnx python3-numpy
+"$(dirname "$0")/apt-install.sh" install-onnx-check python3-onnx python3-numpy
 /usr/bin/python3 -c 'import onnx; print("install-onnx-check: onnx", onnx.__version__)'

@@ -132,8 +132,8 @@ func checkMessagesFields(req *api.MessagesRequest) error {
 		return &api.FieldError{Field: "max_tokens", Msg: fmt.Sprintf("max_tokens: %d is out of range: want an integer ≥ 1", *req.MaxTokens)}
 	case len(req.Messages) == 0:
 		return &api.FieldError{Field: "messages", Msg: `messages: at least one message is required, like {"role":"user","content":"…"}`}
-	case !rawIs(req.Thinking, `{"type":"disabled"}`):
-		return notYet("thinking", "edgectl does not separate a model's thinking from its answer", `leave it out or send {"type":"disabled"}`)
+	case anthropicThinkErr(req.Thinking) != nil: // serve/reasoning_anthropic.go
+		return anthropicThinkErr(req.Thinking)
 	case !rawIs(req.MCPServers, "[]"):
 		return notYet("mcp_servers", "edgectl connects to no MCP servers", "offer the tools yourself")
 	case req.OutputConfig != nil && req.OutputConfig.Effort != "":
@@ -196,6 +196,8 @@ func anthropicMessages(msgs []api.AnthropicMessage) ([]engine.Message, error) {
 			switch {
 			case b.Type == "text":
 				text.WriteString(b.Text)
+			case (b.Type == "thinking" || b.Type == "redacted_thinking") && m.Role == "assistant":
+				// past thinking, which clients send back: templates drop it too
 			case b.Type == "tool_use" && m.Role == "assistant":
 				input := []byte(strings.TrimSpace(string(b.Input)))
 				if absent(input) {
@@ -319,7 +321,8 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 		s.anthropicFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
 	}
-	t, err := s.chatTurn(r, req.Model, keepAlive(req.KeepAlive), ereq, func() error { return nil }, func([]toolcall.Event) error { return nil })
+	ask, _ := anthropicThink(req.Thinking) // checked in messagesRequest: the prompt as the answer's would be
+	t, err := s.chatTurn(r, req.Model, keepAlive(req.KeepAlive), ereq, ask, func() error { return nil }, func([]toolcall.Event) error { return nil })
 	if err != nil {
 		code, err := turnStatus(err)
 		s.anthropicFail(w, r, req.Model, code, renameField(err, "response_format", "output_config.format"))

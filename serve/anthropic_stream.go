@@ -26,7 +26,8 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request, req *api.M
 		aw.sw = startSSE(w)
 		return aw.event("message_start", api.AnthropicMessageStart{Type: "message_start", Message: msg})
 	}
-	t, err := s.chatTurn(r, req.Model, keepAlive(req.KeepAlive), ereq, begin, aw.add)
+	ask, _ := anthropicThink(req.Thinking) // checked in messagesRequest
+	t, err := s.chatTurn(r, req.Model, keepAlive(req.KeepAlive), ereq, ask, begin, aw.add)
 	if err == nil {
 		err = aw.finish(t) // text held back for a possible stop sequence, the open block
 	}
@@ -93,6 +94,9 @@ func (aw *anthropicWriter) stop() error {
 	}
 	i := aw.open
 	aw.open = -1
+	if err := aw.sign(i); err != nil { // a thinking block's signature (serve/reasoning_anthropic.go)
+		return err
+	}
 	return aw.event("content_block_stop", api.AnthropicBlockStop{Type: "content_block_stop", Index: i})
 }
 
@@ -117,6 +121,8 @@ func (aw *anthropicWriter) add(evs []toolcall.Event) error {
 	for _, e := range evs {
 		var err error
 		switch e.Kind {
+		case toolcall.Reasoning:
+			err = aw.thinking(e.Text) // serve/reasoning_anthropic.go
 		case toolcall.Text:
 			out, stopped := aw.stops.push(e.Text)
 			if err = aw.text(out); err == nil && stopped {

@@ -243,7 +243,8 @@ func TestMessagesErrors(t *testing.T) {
 		t.Errorf("no max_tokens: %d %s", code, b)
 	}
 	for _, tc := range []struct{ body, field string }{
-		{`"thinking":{"type":"enabled","budget_tokens":1024}`, "thinking"},
+		{`"thinking":{"type":"enabled"}`, "thinking.budget_tokens"},
+		{`"thinking":{"type":"sometimes"}`, "thinking.type"},
 		{`"tools":[{"type":"web_search_20250305","name":"web_search"}]`, "tools[0].type"},
 		{`"top_k":-1`, "top_k"},
 	} {

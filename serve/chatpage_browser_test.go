@@ -350,3 +350,30 @@ func TestChatPageScreenshot(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestChatPageInBrowserShowsThinking: a reasoning model's thinking
+// (reasoning_content) is shown apart from the answer, as text, and the
+// answer bubble's own text stays the answer's.
+func TestChatPageInBrowserShowsThinking(t *testing.T) {
+	b := openTab(t)
+	ts, _ := reasoningServer(t) // qwq: all TinyStories writes under QwQ's template is thinking
+	b.do(t, "load /", chromedp.Navigate(ts.URL+"/"))
+	b.pickModel(t, "qwq:latest")
+	b.do(t, "send, see the thinking",
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('max-tokens').value = '16'`),
+		chromedp.SendKeys(chromedp.ID("prompt"), "Tell me a story."),
+		pressEnter,
+		waitFor(`!document.querySelector('.msg.streaming') && (document.querySelector('.msg.assistant .think')?.textContent || '').length > 0`),
+	)
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]any](`[document.querySelector('.msg.assistant .think').textContent,
+  document.querySelector('.msg.assistant .text').textContent, document.querySelectorAll('#log .think *').length]`))
+	if err != nil || len(got) != 3 {
+		t.Fatal(got, err)
+	}
+	// The page samples at the server's default temperature, so the words
+	// are not compared; where they go is.
+	if think, _ := got[0].(string); strings.TrimSpace(think) == "" || strings.Contains(think, "<think>") || got[1] != "" || got[2] != float64(0) {
+		t.Errorf("thinking %q, answer text %q (want empty: all qwq writes is thinking), %v elements made", got[0], got[1], got[2])
+	}
+	b.checkConsole(t)
+}

@@ -221,17 +221,14 @@ func ollamaLogprobsFields(r api.OllamaLogprobsRequest) (bool, int, error) {
 	return r.Logprobs, top, nil
 }
 
-// checkOllamaCommon reads format (serve/format.go) and refuses think;
-// think false asks for nothing (clients send it to turn thinking off) and
-// passes.
+// checkOllamaCommon reads format (serve/format.go) and think
+// (serve/reasoning.go).
 func checkOllamaCommon(format, think json.RawMessage) error {
 	if _, err := ollamaFormat(format); err != nil {
 		return err
 	}
-	if !rawIs(think, "false") {
-		return notYet("think", "edgectl does not separate a model's thinking from its answer", "leave it out")
-	}
-	return nil
+	_, err := ollamaThink(think)
+	return err
 }
 
 // checkNumThread accepts options.num_thread only when it is what the

@@ -116,8 +116,8 @@ func TestUnsupportedOllamaFieldsAreRefused(t *testing.T) {
 	chat := `"model":"tinystories","stream":false,"messages":[{"role":"user","content":"Once"}]`
 	threads := runtime.GOMAXPROCS(0)
 	for _, tc := range []struct{ path, body, want string }{
-		{"/api/generate", `{` + gen + `,"think":true}`, "think is not supported yet"},
-		{"/api/chat", `{` + chat + `,"think":"high"}`, "think is not supported yet"},
+		{"/api/generate", `{` + gen + `,"think":true}`, `"tinystories:latest" does not support thinking`}, // as Ollama answers (serve/reasoning.go)
+		{"/api/chat", `{` + chat + `,"think":"high"}`, `"tinystories:latest" does not support thinking`},
 		{"/api/chat", `{` + chat + `,"tools":[{"type":"function","function":{"name":"f"}}]}`, "tools: tinystories:latest has no chat template"},
 		{"/api/generate", `{` + gen + `,"suffix":"end"}`, "suffix is not supported yet"},
 		{"/api/generate", `{` + gen + `,"template":"{{ .Prompt }}"}`, "template is not supported yet"},

@@ -110,8 +110,12 @@ func (f laneField) support(backend string) string {
 	return f.upstream
 }
 
-// fieldSupport is the "fields" object of a model in GET /v1/models.
+// fieldSupport is the "fields" object of a model in GET /v1/models; none
+// for the rknn lane's encoders, which take no generation fields at all.
 func fieldSupport(e *Entry) map[string]string {
+	if e.Lane == LaneRKNN {
+		return nil
+	}
 	b := backend(e)
 	m := make(map[string]string, len(laneFields))
 	for _, f := range laneFields {

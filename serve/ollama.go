@@ -75,10 +75,11 @@ type ollamaRun struct {
 	empty        bool // load / unload request
 	req          engine.Request
 	opts         *api.Options // checked against the model: num_thread, num_ctx
-	// line builds one NDJSON object: a text piece (with its tokens'
-	// log-probabilities when asked for), tool calls (chat), or the final
-	// one.
-	line func(text string, calls []api.OllamaToolCall, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any
+	think        thinkAsk     // what think asks (serve/reasoning.go)
+	// line builds one NDJSON object: a text piece and a thinking piece
+	// (with their tokens' log-probabilities when asked for), tool calls
+	// (chat), or the final one.
+	line func(text, thinking string, calls []api.OllamaToolCall, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
@@ -97,6 +98,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := checkOllamaCommon(req.Format, req.Think)
+	ask, _ := ollamaThink(req.Think) // checked there
 	switch {
 	case err != nil:
 	case req.Suffix != "":
@@ -130,8 +132,8 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	model := req.Model
 	s.ollamaGenerate(w, r, ollamaRun{route: route, model: model, ka: keepAlive(req.KeepAlive), stream: req.Stream == nil || *req.Stream,
-		empty: req.Prompt == "" && req.System == "", req: ereq, opts: req.Options, line: func(text string, _ []api.OllamaToolCall, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any {
-			return api.GenerateResponse{Model: model, CreatedAt: time.Now().UTC(), Response: text, Logprobs: lps, Done: done, DoneReason: reason, Timings: t}
+		empty: req.Prompt == "" && req.System == "", req: ereq, opts: req.Options, think: ask, line: func(text, thinking string, _ []api.OllamaToolCall, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any {
+			return api.GenerateResponse{Model: model, CreatedAt: time.Now().UTC(), Response: text, Thinking: thinking, Logprobs: lps, Done: done, DoneReason: reason, Timings: t}
 		}})
 }
 
@@ -147,6 +149,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := checkOllamaCommon(req.Format, req.Think)
+	ask, _ := ollamaThink(req.Think) // checked there
 	var tools *engine.Tools
 	if err == nil {
 		tools, err = ollamaTools(req.Tools, req.ToolChoice) // serve/tools.go
@@ -186,8 +189,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	ereq.AddGenerationPrompt = true
 	model := req.Model
 	s.ollamaGenerate(w, r, ollamaRun{route: route, model: model, ka: keepAlive(req.KeepAlive), stream: req.Stream == nil || *req.Stream,
-		empty: len(req.Messages) == 0, req: ereq, opts: req.Options, line: func(text string, calls []api.OllamaToolCall, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any {
-			return api.ChatResponse{Model: model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: text, ToolCalls: calls},
+		empty: len(req.Messages) == 0, req: ereq, opts: req.Options, think: ask, line: func(text, thinking string, calls []api.OllamaToolCall, lps []api.OllamaLogprob, done bool, reason string, t api.Timings) any {
+			return api.ChatResponse{Model: model, CreatedAt: time.Now().UTC(), Message: api.Message{Role: "assistant", Content: text, Thinking: thinking, ToolCalls: calls},
 				Logprobs: lps, Done: done, DoneReason: reason, Timings: t}
 		}})
 }
@@ -208,7 +211,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 		if o.ka != nil && *o.ka == 0 {
 			s.sched.Unload(e)
 			note(r, o.model, http.StatusOK)
-			writeJSON(w, http.StatusOK, o.line("", nil, nil, true, api.DoneUnload, api.Timings{}))
+			writeJSON(w, http.StatusOK, o.line("", "", nil, nil, true, api.DoneUnload, api.Timings{}))
 			return
 		}
 		l, err := s.sched.Preload(r.Context(), e, o.ka)
@@ -217,7 +220,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 			return
 		}
 		note(r, o.model, http.StatusOK)
-		writeJSON(w, http.StatusOK, o.line("", nil, nil, true, api.DoneLoad, api.Timings{
+		writeJSON(w, http.StatusOK, o.line("", "", nil, nil, true, api.DoneLoad, api.Timings{
 			TotalDuration: int64(time.Since(start)), LoadDuration: int64(l.LoadDuration)}))
 		return
 	}
@@ -238,6 +241,10 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 	}
 	ts := newToolStream(tf, o.req.Tools)
 	req := prepare(l, o.req)
+	if err := think(e, l, ts, &req, o.think); err != nil { // serve/reasoning.go
+		s.ollamaFail(w, r, o.model, http.StatusBadRequest, err)
+		return
+	}
 	if o.route == "/api/generate" && req.Prompt != "" && len(o.req.Messages) > 0 {
 		// generate on a template-less model: the prompt is plain text to
 		// continue, with the system text in front.
@@ -249,23 +256,27 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 	}
 
 	nw := &ndjsonWriter{w: w, rc: http.NewResponseController(w)}
-	var text strings.Builder
+	var text, thinking strings.Builder
 	var calls []api.OllamaToolCall
 	var lps []engine.TokenLogprob
 	emit := func(t engine.Token) error {
 		if ts.plain(t) {
-			return nw.send(o.line(t.Text, nil, ollamaLogprobs(t.Logprobs), false, "", api.Timings{}))
+			return nw.send(o.line(t.Text, "", nil, ollamaLogprobs(t.Logprobs), false, "", api.Timings{}))
 		}
-		piece, cs := ollamaPieces(ts.push(t)) // a call goes out whole (serve/tools.go)
-		if piece == "" && len(cs) == 0 && len(t.Logprobs) == 0 {
+		evs := ts.push(t)
+		piece, cs := ollamaPieces(evs) // a call goes out whole (serve/tools.go)
+		thought := reasoningText(evs)
+		if piece == "" && thought == "" && len(cs) == 0 && len(t.Logprobs) == 0 {
 			return nil
 		}
-		return nw.send(o.line(piece, cs, ollamaLogprobs(t.Logprobs), false, "", api.Timings{}))
+		return nw.send(o.line(piece, thought, cs, ollamaLogprobs(t.Logprobs), false, "", api.Timings{}))
 	}
 	if !o.stream {
 		emit = func(t engine.Token) error {
-			piece, cs := ollamaPieces(ts.push(t))
+			evs := ts.push(t)
+			piece, cs := ollamaPieces(evs)
 			text.WriteString(piece)
+			thinking.WriteString(reasoningText(evs))
 			calls = append(calls, cs...)
 			lps = append(lps, t.Logprobs...)
 			return nil
@@ -273,11 +284,13 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 	}
 	res, err := s.run(r.Context(), l, req, emit)
 	if err == nil { // the end of the answer: text held back, a call cut short
-		if piece, cs := ollamaPieces(ts.flush()); !o.stream {
+		evs := ts.flush()
+		if piece, cs := ollamaPieces(evs); !o.stream {
 			text.WriteString(piece)
+			thinking.WriteString(reasoningText(evs))
 			calls = append(calls, cs...)
-		} else if piece != "" || len(cs) > 0 {
-			err = nw.send(o.line(piece, cs, nil, false, "", api.Timings{}))
+		} else if thought := reasoningText(evs); piece != "" || thought != "" || len(cs) > 0 {
+			err = nw.send(o.line(piece, thought, cs, nil, false, "", api.Timings{}))
 		}
 	}
 	err = numCtxError(o.opts, err)
@@ -305,10 +318,10 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 	}
 	note(r, o.model, http.StatusOK)
 	if !o.stream {
-		writeJSON(w, http.StatusOK, o.line(text.String(), calls, ollamaLogprobs(lps), true, res.FinishReason, t))
+		writeJSON(w, http.StatusOK, o.line(text.String(), thinking.String(), calls, ollamaLogprobs(lps), true, res.FinishReason, t))
 		return
 	}
-	nw.send(o.line("", nil, nil, true, res.FinishReason, t))
+	nw.send(o.line("", "", nil, nil, true, res.FinishReason, t))
 }
 
 func details(e *Entry, info engine.ModelInfo, loaded bool) api.ModelDetails {
@@ -407,6 +420,9 @@ func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
 	caps := []string{"completion"}
 	if loaded && backend(e) == "cpu" && toolcall.Detect(info.ChatTemplate) != toolcall.None {
 		caps = append(caps, "tools") // what Ollama's clients check before sending tools
+	}
+	if loaded && thinkingCapable(e, info) {
+		caps = append(caps, "thinking") // serve/reasoning.go
 	}
 	writeJSON(w, http.StatusOK, api.ShowResponse{Template: info.ChatTemplate, Details: details(e, info, loaded), ModelInfo: mi,
 		Capabilities: caps, ModifiedAt: e.Modified.UTC()})

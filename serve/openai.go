@@ -76,6 +76,11 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.openAIFail(w, r, req.Model, http.StatusBadRequest, err)
 		return
 	}
+	ask, err := chatThink(&req) // serve/reasoning.go
+	if err != nil {
+		s.openAIFail(w, r, req.Model, http.StatusBadRequest, err)
+		return
+	}
 	ereq := engine.Request{AddGenerationPrompt: true, Stop: req.Stop,
 		Sampling: sampling(req.Temperature, req.TopP, req.MinP, req.RepeatPenalty, req.FrequencyPenalty, req.PresencePenalty, req.TopK, nil, req.Seed)}
 	ereq.Logprobs, ereq.TopLogprobs, _ = chatLogprobsFields(&req) // checked above
@@ -106,7 +111,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		ereq.MaxTokens = *maxTokens
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	s.openAIGenerate(w, r, req.Model, keepAlive(req.KeepAlive), ereq, req.Stream, includeUsage, true)
+	s.openAIGenerate(w, r, req.Model, keepAlive(req.KeepAlive), ereq, ask, req.Stream, includeUsage, true)
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
@@ -141,7 +146,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		ereq.MaxTokens = *req.MaxTokens
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	s.openAIGenerate(w, r, req.Model, keepAlive(req.KeepAlive), ereq, req.Stream, includeUsage, false)
+	s.openAIGenerate(w, r, req.Model, keepAlive(req.KeepAlive), ereq, thinkAsk{}, req.Stream, includeUsage, false)
 }
 
 func (s *Server) openAIFail(w http.ResponseWriter, r *http.Request, model string, code int, err error) {
@@ -163,8 +168,9 @@ func modelNotFound(model string) error {
 
 // openAIGenerate serves chat (chat=true) and text completions, streamed or
 // not. Streams follow the canonical order: role chunk, content chunks, a
-// finish chunk, the usage chunk when asked for, [DONE].
-func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model string, ka *time.Duration, ereq engine.Request, stream, includeUsage, chat bool) {
+// finish chunk, the usage chunk when asked for, [DONE]. ask is what chat
+// asks of a model's thinking (serve/reasoning.go).
+func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model string, ka *time.Duration, ereq engine.Request, ask thinkAsk, stream, includeUsage, chat bool) {
 	start := time.Now()
 	e, l, ts, ereq, err := s.leaseTurn(r, model, ka, ereq) // serve/turn.go
 	if err != nil {
@@ -173,6 +179,10 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 		return
 	}
 	defer l.Release()
+	if err := think(e, l, ts, &ereq, ask); err != nil {
+		s.openAIFail(w, r, model, http.StatusBadRequest, err)
+		return
+	}
 
 	id, created := newID("chatcmpl-"), time.Now().Unix()
 	object := "chat.completion.chunk"
@@ -186,7 +196,7 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 	chatChunk := func(d api.Delta, finish *string, lps []engine.TokenLogprob) api.ChatCompletionChunk {
 		c := api.ChatCompletionChunk{ID: id, Object: object, Created: created, Model: model, SystemFingerprint: fingerprint,
 			Choices: []api.ChunkChoice{{Delta: d, FinishReason: finish}}}
-		if ereq.Logprobs && (d.Content != nil || len(d.ToolCalls) > 0) {
+		if ereq.Logprobs && (d.Content != nil || d.ReasoningContent != nil || len(d.ToolCalls) > 0) {
 			c.Choices[0].Logprobs = &api.ChatLogprobs{Content: chatLogprobs(lps)}
 		}
 		return c
@@ -227,7 +237,8 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 		usage := s.usage(res, l, start)
 		note(r, model, http.StatusOK)
 		if chat {
-			choice := api.ChatChoice{Message: api.ResponseMessage{Role: "assistant", Content: answer.text.String(), ToolCalls: answer.calls},
+			choice := api.ChatChoice{Message: api.ResponseMessage{Role: "assistant", Content: answer.text.String(),
+				ReasoningContent: answer.reasoning.String(), ToolCalls: answer.calls},
 				FinishReason: ts.finish(res.FinishReason)}
 			if ereq.Logprobs {
 				choice.Logprobs = &api.ChatLogprobs{Content: chatLogprobs(lps)}

@@ -95,8 +95,8 @@ func checkResponsesFields(req *api.ResponsesRequest) error {
 		return notYet("conversation", stateless, "send the whole conversation as input items")
 	case !absent(req.Prompt):
 		return notYet("prompt", "edgectl has no stored prompt templates", "send instructions and input")
-	case !rawIs(req.Reasoning, "{}", `{"effort":null}`, `{"effort":"none"}`):
-		return notYet("reasoning", "edgectl does not separate a model's reasoning from its answer", "leave it out")
+	case responsesThinkErr(req.Reasoning) != nil: // serve/reasoning_responses.go
+		return responsesThinkErr(req.Reasoning)
 	case len(req.Include) > 0:
 		return notYet("include", fmt.Sprintf("edgectl adds nothing to the output (asked for %s)", strings.Join(req.Include, ", ")), "leave it out")
 	case req.Truncation != nil && *req.Truncation != "disabled":

@@ -29,7 +29,7 @@ func (s *Server) serveResponse(w http.ResponseWriter, r *http.Request, req *api.
 	if resp.Metadata == nil {
 		resp.Metadata = map[string]string{}
 	}
-	rw := &responseWriter{resp: resp, msg: -1, calls: map[int]int{}}
+	rw := &responseWriter{resp: resp, msg: -1, reasoning: -1, calls: map[int]int{}}
 	begin := func() error {
 		if !req.Stream {
 			return nil
@@ -37,7 +37,7 @@ func (s *Server) serveResponse(w http.ResponseWriter, r *http.Request, req *api.
 		rw.sw = startSSE(w)
 		return firstErr(rw.lifecycle("response.created"), rw.lifecycle("response.in_progress"))
 	}
-	t, err := s.chatTurn(r, req.Model, keepAlive(req.KeepAlive), ereq, begin, rw.add)
+	t, err := s.chatTurn(r, req.Model, keepAlive(req.KeepAlive), ereq, responsesThink(req), begin, rw.add)
 	if err != nil {
 		code, err := turnStatus(err)
 		err = renameField(err, "response_format", "text.format")
@@ -84,6 +84,10 @@ type responseWriter struct {
 	msg   int // output index of the open message item; -1: none
 	text  strings.Builder
 	calls map[int]int // tool call index → output index
+	// reasoning: output index of the open reasoning item (-1: none), its
+	// text so far (serve/reasoning_responses.go)
+	reasoning int
+	thought   strings.Builder
 }
 
 func (rw *responseWriter) next() int {
@@ -155,7 +159,14 @@ func (rw *responseWriter) closeMessage(status string) error {
 func (rw *responseWriter) add(evs []toolcall.Event) error {
 	for _, e := range evs {
 		var err error
+		if e.Kind != toolcall.Reasoning {
+			if err := rw.closeReasoning(); err != nil { // serve/reasoning_responses.go
+				return err
+			}
+		}
 		switch e.Kind {
+		case toolcall.Reasoning:
+			err = rw.addReasoning(e.Text)
 		case toolcall.Text:
 			if rw.msg < 0 {
 				if err = rw.openMessage(); err != nil {
@@ -207,7 +218,10 @@ func (rw *responseWriter) finish(t turn) error {
 		status = "incomplete"
 		resp.IncompleteDetails = &api.IncompleteDetails{Reason: "max_output_tokens"}
 	}
-	if len(resp.Output) == 0 { // an empty answer is an empty message
+	if err := rw.closeReasoning(); err != nil {
+		return err
+	}
+	if rw.msg < 0 && !hasMessageOrCall(resp.Output) { // an empty answer is an empty message
 		if err := rw.openMessage(); err != nil {
 			return err
 		}

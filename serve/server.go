@@ -173,6 +173,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/messages", s.handleMessages)                 // serve/anthropic.go
 	m.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens) // serve/anthropic.go
 	m.HandleFunc("POST /v1/embeddings", s.handleOpenAIEmbeddings)       // serve/embed.go
+	m.HandleFunc("POST /v1/rknn/encode", s.handleRKNNEncode)            // serve/rknn_encode.go
 	m.HandleFunc("GET /v1/models", s.handleModels)
 	m.HandleFunc("GET /v1/models/{id...}", s.handleModel)
 	m.HandleFunc("POST /api/generate", s.handleGenerate)

@@ -151,6 +151,10 @@ type toolStream struct {
 	p     *toolcall.Parser // nil: text is text
 	calls int              // calls begun
 	one   bool             // parallel_tool_calls false: calls after the first are dropped
+	// think splits a <think> block off the answer before p reads it;
+	// hideReasoning drops the thinking (serve/reasoning.go).
+	think         *toolcall.ThinkSplitter
+	hideReasoning bool
 }
 
 func newToolStream(f toolcall.Format, t *engine.Tools) *toolStream {
@@ -162,12 +166,16 @@ func newToolStream(f toolcall.Format, t *engine.Tools) *toolStream {
 }
 
 // plain reports whether t is only text to pass on as it is.
-func (ts *toolStream) plain(t engine.Token) bool { return ts.p == nil && len(t.ToolCalls) == 0 }
+func (ts *toolStream) plain(t engine.Token) bool {
+	return ts.p == nil && ts.think == nil && len(t.ToolCalls) == 0
+}
 
 // push is what token t adds.
 func (ts *toolStream) push(t engine.Token) []toolcall.Event {
 	var evs []toolcall.Event
 	switch {
+	case ts.think != nil:
+		evs = ts.afterThinking(evs, ts.think.Push(t.Text))
 	case ts.p != nil:
 		evs = append(evs, ts.p.Push(t.Text)...)
 	case t.Text != "":
@@ -190,10 +198,27 @@ func (ts *toolStream) push(t engine.Token) []toolcall.Event {
 
 // flush is what the end of the answer adds.
 func (ts *toolStream) flush() []toolcall.Event {
-	if ts.p == nil {
-		return nil
+	var evs []toolcall.Event
+	if ts.think != nil {
+		evs = ts.afterThinking(evs, ts.think.Flush())
 	}
-	return ts.count(ts.p.Flush())
+	if ts.p != nil {
+		evs = append(evs, ts.p.Flush()...)
+	}
+	return ts.count(evs)
+}
+
+// afterThinking adds to evs what the splitter's events make: thinking as
+// it is, the answer's text through the call parser when there is one.
+func (ts *toolStream) afterThinking(evs, split []toolcall.Event) []toolcall.Event {
+	for _, e := range split {
+		if e.Kind == toolcall.Text && ts.p != nil {
+			evs = append(evs, ts.p.Push(e.Text)...)
+			continue
+		}
+		evs = append(evs, e)
+	}
+	return evs
 }
 
 // count counts the calls evs begin and drops those after the first when
@@ -201,7 +226,10 @@ func (ts *toolStream) flush() []toolcall.Event {
 func (ts *toolStream) count(evs []toolcall.Event) []toolcall.Event {
 	out := evs[:0]
 	for _, e := range evs {
-		if e.Kind != toolcall.Text && ts.one && e.Index > 0 {
+		if e.Kind == toolcall.Reasoning && ts.hideReasoning {
+			continue
+		}
+		if e.Kind != toolcall.Text && e.Kind != toolcall.Reasoning && ts.one && e.Index > 0 {
 			continue
 		}
 		if e.Kind == toolcall.Start {
@@ -231,6 +259,9 @@ func chatDeltas(evs []toolcall.Event) []api.Delta {
 		case toolcall.Text:
 			text := e.Text
 			out = append(out, api.Delta{Content: &text})
+		case toolcall.Reasoning:
+			text := e.Text
+			out = append(out, api.Delta{ReasoningContent: &text})
 		case toolcall.Start:
 			out = append(out, api.Delta{ToolCalls: []api.ToolCallDelta{{Index: e.Index, ID: e.Call.ID, Type: "function",
 				Function: api.FunctionDelta{Name: e.Call.Name}}}})
@@ -247,8 +278,8 @@ func chatDeltas(evs []toolcall.Event) []api.Delta {
 
 // chatAnswer gathers an unstreamed answer: its text and its calls.
 type chatAnswer struct {
-	text  bytes.Buffer
-	calls []api.ToolCall
+	text, reasoning bytes.Buffer
+	calls           []api.ToolCall
 }
 
 func (a *chatAnswer) add(evs []toolcall.Event) {
@@ -256,6 +287,8 @@ func (a *chatAnswer) add(evs []toolcall.Event) {
 		switch e.Kind {
 		case toolcall.Text:
 			a.text.WriteString(e.Text)
+		case toolcall.Reasoning:
+			a.reasoning.WriteString(e.Text)
 		case toolcall.End:
 			a.calls = append(a.calls, api.ToolCall{ID: e.Call.ID, Type: "function", Function: api.FunctionCall{Name: e.Call.Name, Arguments: e.Call.Arguments}})
 		}

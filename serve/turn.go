@@ -66,9 +66,9 @@ func (s *Server) leaseTurn(r *http.Request, model string, ka *time.Duration, ere
 
 // chatTurn runs ereq on model. begin is called once the model is loaded
 // and the answer is about to start (a stream writes its head there; an
-// error from it ends the turn); emit receives the answer's text and tool
-// calls as they come.
-func (s *Server) chatTurn(r *http.Request, model string, ka *time.Duration, ereq engine.Request,
+// error from it ends the turn); emit receives the answer's text, thinking
+// (as ask asks, serve/reasoning.go) and tool calls as they come.
+func (s *Server) chatTurn(r *http.Request, model string, ka *time.Duration, ereq engine.Request, ask thinkAsk,
 	begin func() error, emit func([]toolcall.Event) error) (turn, error) {
 	start := time.Now()
 	e, l, ts, ereq, err := s.leaseTurn(r, model, ka, ereq)
@@ -76,6 +76,9 @@ func (s *Server) chatTurn(r *http.Request, model string, ka *time.Duration, ereq
 		return turn{}, err
 	}
 	defer l.Release()
+	if err := think(e, l, ts, &ereq, ask); err != nil {
+		return turn{}, &turnError{http.StatusBadRequest, err}
+	}
 	if err := begin(); err != nil {
 		return turn{}, &turnError{499, err}
 	}

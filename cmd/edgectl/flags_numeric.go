@@ -117,6 +117,7 @@ var numericRanges = map[string]numRange{
 	"sram-kb":        {lo: 1, hi: 1 << 20},
 	"cores":          {lo: 1, hi: 64},
 	"min-cosine":     {lo: -1, hi: 1},
+	"timeout":        {lo: 0, hi: 7 * 24 * 3600, loOpen: true}, // one rknn build shard's compile
 }
 
 // defaultRange is the rule of a numeric flag numericRanges does not list.

@@ -152,19 +152,11 @@ func runPulsar2Build(ctx context.Context, io *cli.IO, o *pulsar2BuildOptions) er
 	if io.Quiet {
 		o.Log = goio.Discard
 	}
-	view := newEventView(io, false) // --json prints one document: the result
-	o.OnEvent = view.on
-	res, err := pulsar2.Build(ctx, o.BuildOptions)
-	view.finish()
-	if err != nil {
-		var be *pulsar2.BuildError
-		if io.JSON && errors.As(err, &be) {
-			io.Event(map[string]any{"event": "build_failed", "failure": be})
-		}
+	res, err := runExplainedBuild[*pulsar2.BuildError](io, &o.OnEvent, func() (*pulsar2.BuildResult, error) {
+		return pulsar2.Build(ctx, o.BuildOptions)
+	})
+	if err != nil || io.JSON {
 		return err
-	}
-	if io.JSON {
-		return io.WriteJSON(res)
 	}
 	if res.DryRun {
 		io.Printf("%s\n", pulsar2.ShellQuote(res.Command))

@@ -17,15 +17,16 @@ func init() { register(newRknnCmd) }
 func newRknnCmd(io *cli.IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rknn",
-		Short: "Make a ViT encoder fit the Rockchip RK3588 NPU: tile, scale and shard its ONNX graph",
+		Short: "Make a ViT encoder fit the Rockchip RK3588 NPU: tile, scale, shard and compile its ONNX graph",
 		Long: `rknn-toolkit2 fails on a vision transformer's attention (REGTASK Overflow
 0xe010: a 32 KB limit per vector operation), fuses hand-made tiles back
 together, and loses SigLIP's ~hundreds-valued activations to FP16 overflow.
 shard rewrites an ONNX encoder so none of that happens and cuts it into
 shards for the NPU's three cores; verify checks the shards against the
-original in a reference evaluator that stores tensors in FP16 as the NPU does.`,
+original in a reference evaluator that stores tensors in FP16 as the NPU does;
+build compiles the shards with rknn-toolkit2 into .rknn files.`,
 	}
-	cmd.AddCommand(newRknnShardCmd(io, runRknnShard), newRknnVerifyCmd(io, runRknnVerify))
+	cmd.AddCommand(newRknnShardCmd(io, runRknnShard), newRknnVerifyCmd(io, runRknnVerify), newRknnBuildCmd(io, runRknnBuild))
 	return cmd
 }
 

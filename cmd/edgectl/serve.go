@@ -11,6 +11,7 @@ import (
 	"github.com/edgectl/edgectl/engine"
 	"github.com/edgectl/edgectl/engine/axcl"
 	"github.com/edgectl/edgectl/engine/cpu"
+	"github.com/edgectl/edgectl/engine/rknnrt"
 	"github.com/edgectl/edgectl/engine/upstream"
 	"github.com/edgectl/edgectl/internal/cli"
 	"github.com/edgectl/edgectl/internal/errkind"
@@ -148,6 +149,7 @@ func runServe(ctx context.Context, io *cli.IO, opts *serveOptions) error {
 		Engines: map[string]engine.Engine{
 			serve.LaneCPU:  cpu.New(),
 			serve.LaneAxcl: axEngine,
+			serve.LaneRKNN: rknnrt.New(rknnrt.Options{Logf: logf}), // built shard chains on the RK3588 NPU
 			"upstream":     upstream.New(fc.Upstreams, upstream.Options{Logf: logf}),
 		},
 		Lanes:     lanes,

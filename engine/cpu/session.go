@@ -56,6 +56,16 @@ func (s *session) prompt(ctx context.Context, req engine.Request) ([]int, error)
 	if err != nil {
 		return nil, err
 	}
+	if len(req.TemplateVars) > 0 { // enable_thinking, chat_template_kwargs: tools stay the request's own
+		vars := make(map[string]any, len(req.TemplateVars)+len(extra))
+		for k, v := range req.TemplateVars {
+			vars[k] = v
+		}
+		for k, v := range extra {
+			vars[k] = v
+		}
+		extra = vars
+	}
 	text, err := s.m.tmpl.Render(ctx, msgs, chattemplate.Vars{BOSToken: tok.BOSToken(), EOSToken: tok.EOSToken(),
 		AddGenerationPrompt: req.AddGenerationPrompt, Extra: extra})
 	if errors.Is(err, chattemplate.ErrRaised) { // the conversation's fault: a 400

@@ -51,12 +51,16 @@ func (m *model) toolTemplate(req engine.Request) (map[string]any, []engine.Messa
 // toolSetup is, for a request offering tools, the special tokens whose
 // text the answer keeps (the family's markers) and, when a call is
 // required, the matcher that makes the answer one.
-func (s *session) toolSetup(req engine.Request) (map[int]bool, *grammar.Matcher, error) {
+func (s *session) toolSetup(req engine.Request) (_ map[int]bool, _ *grammar.Matcher, err error) {
+	f := toolcall.None
 	if !req.Tools.Offered() {
-		return nil, nil, nil
-	}
-	f, err := s.m.toolFormat(req)
-	if err != nil {
+		// harmony's channels say which text is reasoning (serve splits
+		// it off, serve/reasoning.go) whether or not tools are offered.
+		if len(req.Messages) == 0 || s.m.tmpl == nil || toolcall.DetectThinking(s.m.tmpl.Source()) != toolcall.ThinkHarmony {
+			return nil, nil, nil
+		}
+		f = toolcall.Harmony
+	} else if f, err = s.m.toolFormat(req); err != nil {
 		return nil, nil, err
 	}
 	keep := map[int]bool{}

@@ -23,7 +23,7 @@ var (
 	pipeline = []string{"hub", "patch", "sherry", "quant", "pulsar2", "rknn/onnxeval", "rknn", "doctor", "artifact", "prep", "prep/oci"}
 	// device is the serving side in order: each package may import
 	// format/*, internal/*, api and the ones before it, never the pipeline.
-	device = []string{"engine", "engine/tokenizer", "engine/sample", "engine/grammar", "engine/toolcall", "engine/cpu", "engine/axcl", "engine/upstream", "serve", "bench"}
+	device = []string{"engine", "engine/tokenizer", "engine/sample", "engine/grammar", "engine/toolcall", "engine/cpu", "engine/axcl", "engine/rknnrt", "engine/upstream", "serve", "bench"}
 	// testSupport are imported by tests only (and may import anything).
 	testSupport = []string{"internal/testbin", "internal/testmodel", "hub/hubtest"}
 	// cliOnly is imported by cmd/ only.

@@ -79,6 +79,10 @@ var (
 var PythonPath = newString("PYTHONPATH", "pulsar2", "",
 	"kept after the shim directory when `pulsar2 build --pulsar2-bin` runs an installed compiler")
 
+// rknn lane (engine/rknnrt).
+var RKNNPython = newString("EDGECTL_RKNN_PYTHON", "rknn lane", "python3",
+	"the Python that runs serve's rknn helper: one that imports rknnlite (rknn-toolkit-lite2) and numpy")
+
 // tests.
 var Failpoint = newString("EDGECTL_FAILPOINT", "tests", "",
 	"NAME[:N],…: the process SIGKILLs itself the N-th time it reaches a named point (crash tests only)")

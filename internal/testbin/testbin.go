@@ -96,6 +96,10 @@ func Dir(t testing.TB, bins map[string]string) string {
 const (
 	FakeAxllm  = "github.com/edgectl/edgectl/engine/axcl/testdata/fakeaxllm"
 	FakeDocker = "github.com/edgectl/edgectl/pulsar2/testdata/fakedocker"
+	// FakeRKNNHelper speaks engine/rknnrt's helper protocol.
+	FakeRKNNHelper = "github.com/edgectl/edgectl/internal/testbin/testdata/fakerknnhelper"
+	// FakeRKNN is rknn-toolkit2: a container runtime as docker/podman, an installed toolkit as python3.
+	FakeRKNN = "github.com/edgectl/edgectl/internal/testbin/testdata/fakerknn"
 )
 
 // Main is a TestMain for packages that use Build: it runs the tests and
