@@ -8,7 +8,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/edgectl/edgectl/internal/version.Version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: all build test fuzz test-arm64 test-browser tokenizers-ref onnx-check lint bench bench-llamacpp demo cross loadtest clean
+.PHONY: all build test fuzz test-arm64 test-browser test-js-clients tokenizers-ref onnx-check lint bench bench-llamacpp bench-embed-llamacpp demo cross loadtest clean
 
 all: build
 
@@ -46,6 +46,10 @@ test-browser: ## the chat page in headless Chromium (installs Debian's chromium 
 	./scripts/install-chromium.sh
 	$(GO) test -count=1 -timeout 5m -run 'TestChatPage' ./serve/
 
+test-js-clients: ## serve through the official JS clients openai, ollama, @anthropic-ai/sdk (npm, into ~/.cache/edgectl-test/js-clients: scripts/install-js-clients.sh)
+	./scripts/install-js-clients.sh
+	$(GO) test -count=1 -run 'TestJSClients' ./serve/
+
 tokenizers-ref: ## WordPiece ids against Hugging Face's own tokenizers (npm, into ~/.cache/edgectl-test/node: scripts/install-tokenizers-ref.sh)
 	./scripts/install-tokenizers-ref.sh
 	$(GO) test -count=1 -run 'TestWordPieceReference|TestBertUnicodeTables' ./engine/tokenizer/
@@ -63,6 +67,9 @@ bench: ## benchmarks: engine tokens/s vs roofline, pack and patch GB/s vs plain 
 
 bench-llamacpp: ## the peer: llama.cpp (prebuilt, from npm) and the engine on the same TQ2_0, Q4_K_M, Q8_0 and F16 GGUFs, alternating (MODELS=, ROUNDS=)
 	./scripts/bench-llamacpp.sh
+
+bench-embed-llamacpp: ## the peer for embeddings: llama.cpp's embedding path and the engine on one MiniLM-shaped BERT GGUF, embeddings/s, alternating (ROUNDS=, RUNS=)
+	./scripts/bench-embed-llamacpp.sh
 
 cross: ## static linux/arm64 binary for the boards
 	GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/edgectl-linux-arm64 ./cmd/edgectl

@@ -16,26 +16,21 @@
 # RUNS: llama.cpp's 64-token prefill + 64-token decode runs per round; the
 # engine does the same work per round (RUNS prefills, RUNS·64 decode tokens).
 set -euo pipefail
-NLC_VERSION=3.22.1
 ROUNDS=${ROUNDS:-2}
 RUNS=${RUNS:-3}
 MODELS=${MODELS:-tq2_0 q4_k_m q8_0 f16}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-HERE=$ROOT/scripts/llamacpp-peer
-CPU=$ROOT/engine/cpu
-BENCH=${TMPDIR:-/tmp}/edgectl-bench
-PEER=$BENCH/llamacpp
+. "$ROOT/scripts/llamacpp-peer/common.sh"
 
 # The engine's side of the names and the thread count, read from its
 # benchmarks so that they have one home.
-const() { sed -n "s/^[[:space:]]*\(const \)\{0,1\}$1 *= *\"\{0,1\}\([^\"]*\)\"\{0,1\}$/\2/p" "$CPU/$2" | head -1; }
 VERSION=$(const benchVersion bench_test.go)
 GEN=$(const llamaGen quant_bench_test.go)
 ENGINE_THREADS=$(const benchThreads bench_test.go)
 STEPS=$(const decodeSteps bench_test.go)
 THREADS=${THREADS:-$ENGINE_THREADS}
 if [ -z "$VERSION" ] || [ -z "$GEN" ] || [ -z "$ENGINE_THREADS" ] || [ -z "$STEPS" ]; then
-	echo "bench-llamacpp: cannot read benchVersion, llamaGen, benchThreads or decodeSteps from $CPU/*bench_test.go; update the const() patterns in $0" >&2
+	echo "bench-llamacpp: cannot read benchVersion, llamaGen, benchThreads or decodeSteps from $CPU/*bench_test.go; update const() in scripts/llamacpp-peer/common.sh" >&2
 	exit 1
 fi
 if [ "$THREADS" != "$ENGINE_THREADS" ]; then
@@ -66,11 +61,7 @@ echo "==> go test -c ./engine/cpu"
 (cd "$ROOT" && go test -c -o "$TESTBIN" ./engine/cpu)
 engine() { (cd "$CPU" && "$TESTBIN" -test.run '^$' -test.bench "$1" -test.benchtime "$2"); }
 
-if [ ! -f "$PEER/node_modules/node-llama-cpp/package.json" ]; then
-	echo "==> npm install node-llama-cpp@$NLC_VERSION into $PEER"
-	mkdir -p "$PEER"
-	(cd "$PEER" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --silent --no-audit --no-fund "node-llama-cpp@$NLC_VERSION")
-fi
+install_peer
 cp "$HERE/bench.mjs" "$PEER/bench.mjs"
 for m in $MODELS; do
 	read -r gguf bench < <(file "$m")
