@@ -102,6 +102,10 @@ type ChatMessage struct {
 	Name       string     `json:"name,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// ReasoningContent is an assistant turn's thinking sent back in the
+	// history (llama.cpp's server and vLLM take it; Qwen3's and
+	// DeepSeek's templates read message.reasoning_content).
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 // ToolCall is one function call of an assistant message.

@@ -7,20 +7,26 @@ import "encoding/json"
 // it normalizes (serving.md §8, §10).
 type UpstreamChunk struct {
 	Choices []struct {
-		Delta *struct {
-			Content   *string            `json:"content"`
-			ToolCalls []UpstreamToolCall `json:"tool_calls"`
-		} `json:"delta"`
-		Message *struct {
-			Content   *string            `json:"content"`
-			ToolCalls []UpstreamToolCall `json:"tool_calls"`
-		} `json:"message"`
-		Text         *string `json:"text"`
-		FinishReason *string `json:"finish_reason"`
+		Delta        *UpstreamMessage `json:"delta"`
+		Message      *UpstreamMessage `json:"message"`
+		Text         *string          `json:"text"`
+		FinishReason *string          `json:"finish_reason"`
 	} `json:"choices"`
 	Usage   *UpstreamUsage  `json:"usage"`
 	Timings *LlamaTimings   `json:"timings"`
 	Error   json.RawMessage `json:"error"` // an object, a string, or absent
+}
+
+// UpstreamMessage is an upstream's message or stream delta.
+type UpstreamMessage struct {
+	Content   *string            `json:"content"`
+	ToolCalls []UpstreamToolCall `json:"tool_calls"`
+	// The thinking a reasoning model's server split off the answer:
+	// reasoning_content (llama.cpp's server, DeepSeek's API, vLLM before
+	// it renamed it) or reasoning (vLLM since, Ollama's /v1); a string,
+	// though some gateways send an object there (engine/upstream reads it).
+	ReasoningContent *string         `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
 }
 
 // UpstreamToolCall is a tool call in an upstream's answer: a streamed
@@ -81,4 +87,11 @@ type UpstreamChatRequest struct {
 	Tools             json.RawMessage `json:"tools,omitempty"`
 	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	// A reasoning model's controls (engine/upstream/reasoning.go):
+	// llama.cpp's reasoning_format, OpenAI's reasoning_effort, and the
+	// chat template's variables (enable_thinking) as llama.cpp's server
+	// and vLLM take them.
+	ReasoningFormat    string         `json:"reasoning_format,omitempty"`
+	ReasoningEffort    string         `json:"reasoning_effort,omitempty"`
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs,omitempty"`
 }

@@ -71,9 +71,10 @@ type LoadOptions struct {
 	// mapped file pages measured several times slower on the VMs edgectl is
 	// benchmarked on; see docs/engine.md). EDGECTL_MMAP=1 also sets it.
 	Mmap bool
-	// Head is the CPU engine's in-memory LM head: "q4" (4-bit blocks,
-	// Q4_K), "q8" (int8 per row), "float" (as stored), or "" (q8 for
-	// ternary models, float otherwise;
+	// Head is the CPU engine's in-memory LM head: "q4x" (Q4_K blocks, the
+	// top 32 logits re-scored from the float rows: greedy picks the float
+	// head's token), "q4" (4-bit blocks, Q4_K), "q8" (int8 per row),
+	// "float" (as stored), or "" (q4x for ternary models, float otherwise;
 	// EDGECTL_HEAD overrides the default).
 	Head string
 }
@@ -147,6 +148,10 @@ type Request struct {
 	// chat_template_kwargs (serve/reasoning.go). The CPU engine renders
 	// them; other lanes render their own prompt and ignore them.
 	TemplateVars map[string]any
+	// Think is what the request asks of a reasoning model's thinking (nil:
+	// nothing), as an HTTP upstream is forwarded it (engine/upstream/
+	// reasoning.go); the CPU engine gets it as TemplateVars instead.
+	Think *Think
 
 	MaxTokens int      // 0: until a stop condition or the context is full
 	Stop      []string // stop strings; the stop string itself is not emitted
@@ -216,6 +221,15 @@ type ToolCall = chattemplate.ToolCall
 // FunctionCall is a ToolCall's function and arguments.
 type FunctionCall = chattemplate.FunctionCall
 
+// Think is a request's reasoning controls as OpenAI-compatible servers
+// take them (llama.cpp's server, vLLM, Ollama's /v1).
+type Think struct {
+	On     *bool          // thinking on or off (Ollama's think, enable_thinking); nil: the model's default
+	Effort string         // reasoning_effort ("": not asked)
+	Format string         // reasoning_format as the client sent it ("": absent)
+	Vars   map[string]any // the client's own chat_template_kwargs
+}
+
 // Format is a request for structured output: the generated text is one
 // JSON document that validates against Schema (OpenAI's response_format
 // json_schema, Ollama's format with a schema), or any JSON object when
@@ -267,6 +281,10 @@ type Token struct {
 	// tool_calls), whole. The CPU engine writes calls as text, which serve
 	// parses (engine/toolcall).
 	ToolCalls []ToolCall
+	// Reasoning is thinking the backend split off the answer itself (an
+	// HTTP upstream's reasoning_content), before Text. The CPU engine
+	// writes thinking as text, which serve splits (serve/reasoning.go).
+	Reasoning string
 }
 
 // Logprob is one token's log-probability. Bytes are the token's own bytes,

@@ -55,8 +55,8 @@ func fallbackTemplate(msgs []engine.Message, addGen bool) string {
 }
 
 // run generates on the lease's model, calling emit with each piece of text
-// (and the log-probabilities and tool calls that come with it; tokens with
-// none of them are dropped).
+// (and the log-probabilities, tool calls and an upstream's thinking that
+// come with it; tokens with none of them are dropped).
 // The watchdog kills the backend when no token arrives for opts.Watchdog
 // (counted from the start, so it also bounds prefill); emit is never called
 // after run returns.
@@ -80,7 +80,7 @@ func (s *Server) run(ctx context.Context, l *Lease, req engine.Request, emit fun
 		if closed {
 			return errAbandoned
 		}
-		if t.Text == "" && len(t.Logprobs) == 0 && len(t.ToolCalls) == 0 {
+		if t.Text == "" && t.Reasoning == "" && len(t.Logprobs) == 0 && len(t.ToolCalls) == 0 {
 			return nil
 		}
 		return emit(t)

@@ -75,6 +75,16 @@ var laneFields = []laneField{
 	{name: "tools", toplevel: true, set: func(r engine.Request, _ bool) bool { return r.Tools.Offered() },
 		cpu: Applied, axcl: Refused, upstream: Forwarded, check: checkTools,
 		why: "the vendor runtime cannot call tools (tool calling runs on the cpu lane and HTTP upstreams); leave tools out or send tool_choice \"none\""},
+	// Thinking asked for: an effort (reasoning_effort, Ollama's think
+	// levels, Responses' reasoning.effort) or thinking on (think true,
+	// Anthropic's thinking). The cpu lane renders it into the template
+	// and splits the answer (reasoning.go); an upstream is sent
+	// reasoning_effort and chat_template_kwargs (engine/upstream/reasoning.go).
+	{name: "reasoning_effort", toplevel: true, ollama: "think", set: func(r engine.Request, _ bool) bool {
+		return r.Think != nil && (r.Think.Effort != "" || r.Think.On != nil && *r.Think.On)
+	},
+		cpu: Applied, axcl: Refused, upstream: Forwarded,
+		why: "the vendor runtime's answers are not split into thinking and answer (reasoning runs on the cpu lane and HTTP upstreams); leave it out"},
 }
 
 // backend is the engine that runs e: "cpu", "axcl" or "upstream".

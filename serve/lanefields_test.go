@@ -22,8 +22,9 @@ import (
 var laneFieldValues = map[string]string{
 	"temperature": `0.5`, "top_p": `0.9`, "top_k": `5`, "repeat_penalty": `1.3`, "repeat_last_n": `32`,
 	"min_p": `0.1`, "seed": `7`, "logprobs": `true`, "frequency_penalty": `0.5`, "presence_penalty": `0.5`,
-	"response_format": `{"type":"string","maxLength":3}`, // Ollama's format: a schema tinystories can spell
-	"tools":           `[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]`,
+	"response_format":  `{"type":"string","maxLength":3}`, // Ollama's format: a schema tinystories can spell
+	"tools":            `[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]`,
+	"reasoning_effort": `"high"`, // Ollama's think: a level
 }
 
 // What GET /v1/models says of each field is what a request sending it
@@ -46,7 +47,7 @@ func TestModelsFieldsMatchWhatRequestsGet(t *testing.T) {
 	}))
 	defer up.Close()
 	root := t.TempDir()
-	templatedTinyDir(t, root, "tiny", toolTemplates["qwen"]) // a template that shows tools (tools_test.go)
+	templatedTinyDir(t, root, "tiny", "Qwen-Qwen3-0.6B.jinja") // a template that shows tools and thinking (tools_test.go)
 	axDir(t, root, "npu", `{}`, 1)
 	ups := []upstream.Config{{Name: "remote", URL: up.URL}}
 	ts := start(t, Options{ModelDirs: []string{root}, Upstreams: ups, Engines: map[string]engine.Engine{

@@ -202,6 +202,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, o ollama
 		s.ollamaFail(w, r, o.model, http.StatusNotFound, ollamaNotFound(o.model))
 		return
 	}
+	o.req.Think = o.think.forward() // an upstream's (serve/reasoning.go)
 	if err := firstErr(s.checkNumThread(o.opts, e), checkLaneFields(e, o.req, "options.")); err != nil {
 		s.ollamaFail(w, r, o.model, http.StatusBadRequest, err)
 		return

@@ -172,7 +172,8 @@ func modelNotFound(model string) error {
 // asks of a model's thinking (serve/reasoning.go).
 func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model string, ka *time.Duration, ereq engine.Request, ask thinkAsk, stream, includeUsage, chat bool) {
 	start := time.Now()
-	e, l, ts, ereq, err := s.leaseTurn(r, model, ka, ereq) // serve/turn.go
+	ereq.Think = ask.forward() // what an upstream is sent (serve/reasoning.go)
+	e, l, ts, ereq, err := s.leaseTurn(r, model, ka, ereq)
 	if err != nil {
 		code, err := turnStatus(err)
 		s.openAIFail(w, r, model, code, err)

@@ -40,6 +40,19 @@ type thinkAsk struct {
 	split, show bool
 	// field names the request field in errors (think, reasoning_effort).
 	field string
+	// format is reasoning_format as the client sent it ("": absent),
+	// what an HTTP upstream is forwarded.
+	format string
+}
+
+// forward is what a asks, as an HTTP upstream is sent it (nil: nothing;
+// engine/upstream/reasoning.go). It goes on the request before the lane's
+// fields are checked (lanefields.go): the NPU lane refuses it.
+func (a thinkAsk) forward() *engine.Think {
+	if a.on == nil && a.effort == "" && a.format == "" && len(a.kwargs) == 0 {
+		return nil
+	}
+	return &engine.Think{On: a.on, Effort: a.effort, Format: a.format, Vars: a.kwargs}
 }
 
 // ollamaThink reads Ollama's think: true, false, or an effort for the
@@ -76,7 +89,7 @@ func ollamaThink(raw json.RawMessage) (thinkAsk, error) {
 // the default; "none" leaves it in content), reasoning_effort (the
 // template's variable of that name) and chat_template_kwargs.
 func chatThink(req *api.ChatCompletionRequest) (thinkAsk, error) {
-	a := thinkAsk{split: true, show: true, effort: req.ReasoningEffort, field: "reasoning_effort"}
+	a := thinkAsk{split: true, show: true, effort: req.ReasoningEffort, field: "reasoning_effort", format: req.ReasoningFormat}
 	switch req.ReasoningFormat {
 	case "", "auto", "deepseek":
 	case "none":
@@ -123,12 +136,18 @@ func templateKwargs(raw json.RawMessage) (map[string]any, error) {
 
 // think sets up, for the model on l, what a asks: the template variables
 // on req, and the split of the answer on ts. Only the cpu lane renders
-// the template and reads the answer's text; on others a request for
-// thinking (Ollama's think true) is a 400 and the rest is ignored.
+// the template and reads the answer's text; an HTTP upstream is
+// forwarded a (req.Think) and splits the answer itself; on the NPU lane
+// a request for thinking (Ollama's think true) is a 400 and the rest is
+// ignored.
 func think(e *Entry, l *Lease, ts *toolStream, req *engine.Request, a thinkAsk) error {
-	ts.hideReasoning = !a.show
+	ts.hideReasoning, ts.inlineReasoning = !a.show, !a.split
 	asked := a.strict && a.on != nil && *a.on
-	if backend(e) != "cpu" {
+	switch backend(e) {
+	case "cpu":
+	case "upstream":
+		return nil
+	default:
 		if asked {
 			return &api.FieldError{Field: a.field, Msg: fmt.Sprintf("%s: %s runs on the %s lane, whose answers edgectl does not split; leave it out or send false", a.field, e.Name, e.Lane)}
 		}

@@ -81,7 +81,7 @@ func ollamaTools(tools, choice json.RawMessage) (*engine.Tools, error) {
 // chatMessage is an OpenAI message (role already mapped) for the engine:
 // its tool calls' arguments text becomes the object templates read.
 func chatMessage(i int, role string, m api.ChatMessage) (engine.Message, error) {
-	em := engine.Message{Role: role, Content: string(m.Content), ToolCallID: m.ToolCallID}
+	em := engine.Message{Role: role, Content: string(m.Content), ToolCallID: m.ToolCallID, ReasoningContent: m.ReasoningContent}
 	if role == "tool" {
 		em.Name = m.Name
 	}
@@ -98,7 +98,7 @@ func chatMessage(i int, role string, m api.ChatMessage) (engine.Message, error) 
 // ollamaMessage is an Ollama message for the engine: tool calls with
 // object arguments, a tool turn's tool_name as its Name.
 func ollamaMessage(i int, m api.Message) (engine.Message, error) {
-	em := engine.Message{Role: m.Role, Content: m.Content, Name: m.ToolName}
+	em := engine.Message{Role: m.Role, Content: m.Content, Name: m.ToolName, ReasoningContent: m.Thinking}
 	for j, c := range m.ToolCalls {
 		args := bytes.TrimSpace(c.Function.Arguments)
 		if len(args) == 0 || bytes.Equal(args, []byte("null")) {
@@ -155,6 +155,11 @@ type toolStream struct {
 	// hideReasoning drops the thinking (serve/reasoning.go).
 	think         *toolcall.ThinkSplitter
 	hideReasoning bool
+	// inlineReasoning: thinking the backend split off itself (an
+	// upstream's reasoning_content) goes back into the text in a <think>
+	// block, for a request that asked for it unsplit (reasoning_format
+	// none, think false); thinkOpen: that block is open.
+	inlineReasoning, thinkOpen bool
 }
 
 func newToolStream(f toolcall.Format, t *engine.Tools) *toolStream {
@@ -167,12 +172,18 @@ func newToolStream(f toolcall.Format, t *engine.Tools) *toolStream {
 
 // plain reports whether t is only text to pass on as it is.
 func (ts *toolStream) plain(t engine.Token) bool {
-	return ts.p == nil && ts.think == nil && len(t.ToolCalls) == 0
+	return ts.p == nil && ts.think == nil && len(t.ToolCalls) == 0 && t.Reasoning == "" && !ts.thinkOpen
 }
 
 // push is what token t adds.
 func (ts *toolStream) push(t engine.Token) []toolcall.Event {
 	var evs []toolcall.Event
+	if t.Reasoning != "" {
+		evs = ts.backendThinking(evs, t.Reasoning)
+	}
+	if ts.thinkOpen && (t.Text != "" || len(t.ToolCalls) > 0) {
+		evs = ts.backendThinking(evs, "") // the answer proper begins
+	}
 	switch {
 	case ts.think != nil:
 		evs = ts.afterThinking(evs, ts.think.Push(t.Text))
@@ -199,6 +210,9 @@ func (ts *toolStream) push(t engine.Token) []toolcall.Event {
 // flush is what the end of the answer adds.
 func (ts *toolStream) flush() []toolcall.Event {
 	var evs []toolcall.Event
+	if ts.thinkOpen {
+		evs = ts.backendThinking(evs, "")
+	}
 	if ts.think != nil {
 		evs = ts.afterThinking(evs, ts.think.Flush())
 	}
@@ -206,6 +220,30 @@ func (ts *toolStream) flush() []toolcall.Event {
 		evs = append(evs, ts.p.Flush()...)
 	}
 	return ts.count(evs)
+}
+
+// backendThinking adds to evs the thinking the backend split off itself
+// (an upstream's; "": the answer proper begins): Reasoning events, or,
+// inlineReasoning, the text the model wrote: <think>, the thinking,
+// </think>, with the newlines Qwen3's and DeepSeek R1's templates put
+// around it.
+func (ts *toolStream) backendThinking(evs []toolcall.Event, thought string) []toolcall.Event {
+	switch {
+	case !ts.inlineReasoning:
+		if thought != "" {
+			evs = append(evs, toolcall.Event{Kind: toolcall.Reasoning, Text: thought})
+		}
+	case thought == "":
+		ts.thinkOpen = false
+		evs = append(evs, toolcall.Event{Kind: toolcall.Text, Text: "\n</think>\n\n"})
+	case !ts.thinkOpen:
+		ts.thinkOpen = true
+		thought = "<think>\n" + thought
+		fallthrough
+	default:
+		evs = append(evs, toolcall.Event{Kind: toolcall.Text, Text: thought})
+	}
+	return evs
 }
 
 // afterThinking adds to evs what the splitter's events make: thinking as

@@ -71,6 +71,7 @@ func (s *Server) leaseTurn(r *http.Request, model string, ka *time.Duration, ere
 func (s *Server) chatTurn(r *http.Request, model string, ka *time.Duration, ereq engine.Request, ask thinkAsk,
 	begin func() error, emit func([]toolcall.Event) error) (turn, error) {
 	start := time.Now()
+	ereq.Think = ask.forward() // an upstream's (serve/reasoning.go)
 	e, l, ts, ereq, err := s.leaseTurn(r, model, ka, ereq)
 	if err != nil {
 		return turn{}, err

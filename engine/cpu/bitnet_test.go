@@ -57,13 +57,14 @@ func TestBitNetSameTokensInEveryFormat(t *testing.T) {
 		if name != "safetensors" && m.info.Quantization != name {
 			t.Errorf("%s: quantization reported as %q", name, m.info.Quantization)
 		}
-		// The int8 head was built from the tied embedding and its mapped
-		// pages dropped; the lookups below read them back from the file.
+		// The default 4-bit head (q4x) was built from the tied embedding
+		// and its mapped pages dropped; the lookups below and the
+		// candidates' re-scoring read them back from the file.
 		if e, isFloat := m.w.embed.(*floatRows); !isFloat || e.release == nil {
 			t.Fatalf("%s: embedding %T without a release hook", name, m.w.embed)
 		}
-		if _, ok := m.w.head.(*q8Linear); !ok {
-			t.Fatalf("%s: head %T", name, m.w.head)
+		if _, ok := m.w.head.(*quantLinear); !ok || m.w.exact == nil || m.w.exact.f != m.w.embed {
+			t.Fatalf("%s: head %T, exact candidates %v", name, m.w.head, m.w.exact)
 		}
 		var ids []int
 		s, _ := m.NewSession()

@@ -186,6 +186,7 @@ func (s *state) forward(ctx context.Context, tokens []int) ([]float32, error) {
 	kern.rmsnorm(s.a.f, s.x[(n-1)*H:n*H], m.w.norm, ar.eps)
 	s.logits = grow(s.logits, ar.vocab)
 	m.matmul(s.logits, m.w.head, &s.a)
+	m.w.exact.rescore(s.a.kern, s.logits, s.a.f[:H])
 	return s.logits, nil
 }
 

@@ -64,21 +64,21 @@ func quantizeRow4(t gguf.Type, row []float32, dst []byte) {
 }
 
 // ternaryHead is the head form models whose layers are ternary get by
-// default. It would be "q4" (the head's bytes a BitNet-2B token: 185 MB
-// instead of 328) if the 4-bit head's greedy text were the int8 head's on
-// the fixtures; it is not (TestHead4GreedyMatchesInt8: its logits are
-// ~10% of their range from the float head's, the int8 head's ~1.3%, and
-// the generated models part after 0–25 of 48 tokens, TinyStories after
-// 19), so ternary models keep the int8 head and EDGECTL_HEAD=q4 asks for
-// the 4-bit one.
-const ternaryHead = "q8"
+// default: "q4x", the 4-bit head (185 MB a BitNet-2B token instead of the
+// int8 head's 328) with its top candidates re-scored exactly (head4x.go),
+// because its greedy text is the float head's, all 64 tokens, on every
+// fixture (TestHead4xGreedyMatchesFloat). Plain "q4" is not: its logits
+// are ~10% of their range from the float head's (the int8 head's ~1.3%),
+// and its text parts from the int8 head's after 0–25 of 48 tokens on the
+// generated models, 19 on TinyStories (TestHead4GreedyMatchesInt8).
+const ternaryHead = "q4x"
 
-// compactHead is float head f held in form ("q4" or "q8"), or nil for
+// compactHead is float head f held in form ("q4x", "q4" or "q8"), or nil for
 // "float" (the file's dtype). A head too narrow for the 4-bit types gets
 // the int8 one.
 func compactHead(f *floatRows, form string, mem *arena) linear {
 	switch form {
-	case "q4":
+	case "q4", "q4x": // q4x re-scores candidates on top (head4x.go)
 		if t, ok := head4Type(f.c); ok {
 			if l, err := quantizeHead4(f, t, mem); err == nil {
 				return l

@@ -42,6 +42,7 @@ type weights struct {
 	embed  embedding
 	norm   []float32
 	head   linear
+	exact  *exactHead // head form q4x: re-scores head's top logits from the float rows (head4x.go)
 	layers []layer
 }
 

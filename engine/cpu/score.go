@@ -79,5 +79,8 @@ func (s *state) allLogits(n int, buf []float32) []float32 {
 	}
 	buf = grow(buf, n*ar.vocab)
 	m.matmul(buf, m.w.head, &s.a)
+	for t := range n {
+		m.w.exact.rescore(s.a.kern, buf[t*ar.vocab:(t+1)*ar.vocab], s.a.f[t*H:(t+1)*H])
+	}
 	return buf
 }

@@ -17,8 +17,8 @@ type settings struct {
 	// mmap serves weights from the file mapping (LoadOptions.Mmap or
 	// EDGECTL_MMAP).
 	mmap bool
-	// head is the LM head form: "q4", "q8", "float", or anything else for
-	// the default by the layers' type (LoadOptions.Head, else
+	// head is the LM head form: "q4x", "q4", "q8", "float", or anything
+	// else for the default by the layers' type (LoadOptions.Head, else
 	// EDGECTL_HEAD; see model.headForm).
 	head string
 	// The kernel choice: EDGECTL_PUREGO (portable kernels only),
@@ -34,9 +34,9 @@ type settings struct {
 // newSettings checks opts and completes them from the environment.
 func newSettings(opts engine.LoadOptions) (settings, error) {
 	switch opts.Head {
-	case "", "q4", "q8", "float":
+	case "", "q4x", "q4", "q8", "float":
 	default:
-		return settings{}, fmt.Errorf("%w: head %q: the CPU engine keeps the LM head as q4, q8 or float", engine.ErrInvalidRequest, opts.Head)
+		return settings{}, fmt.Errorf("%w: head %q: the CPU engine keeps the LM head as q4x, q4, q8 or float", engine.ErrInvalidRequest, opts.Head)
 	}
 	return settings{
 		mmap:          opts.Mmap || envconfig.Mmap.Get(),

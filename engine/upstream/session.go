@@ -49,7 +49,7 @@ func (s *session) Close() error { return nil }
 func (m *Model) body(req engine.Request) ([]byte, int, error) {
 	msgs := make([]api.ChatMessage, 0, len(req.Messages)+1)
 	for _, msg := range req.Messages {
-		cm := api.ChatMessage{Role: msg.Role, Content: api.Content(msg.Content), ToolCallID: msg.ToolCallID}
+		cm := api.ChatMessage{Role: msg.Role, Content: api.Content(msg.Content), ToolCallID: msg.ToolCallID, ReasoningContent: msg.ReasoningContent}
 		for _, c := range msg.ToolCalls {
 			cm.ToolCalls = append(cm.ToolCalls, api.ToolCall{ID: c.ID, Type: "function",
 				Function: api.FunctionCall{Name: c.Function.Name, Arguments: c.Function.ArgumentsText()}})
@@ -71,6 +71,7 @@ func (m *Model) body(req engine.Request) ([]byte, int, error) {
 	if b.Model == "" {
 		b.Model = m.cfg.Name
 	}
+	thinkFields(&b, req.Think) // reasoning.go
 	if req.Format != nil {
 		if m.cfg.SingleMessage { // main_api_* reads no response_format: it would be ignored
 			return nil, 0, fmt.Errorf("%w: response_format is not supported by upstream %q (a single_message server cannot constrain its output to JSON); leave it out",
@@ -297,12 +298,14 @@ func (st *streamState) chunk(b []byte) error {
 	for _, ch := range c.Choices {
 		var text *string
 		var calls []api.UpstreamToolCall
-		switch {
-		case ch.Delta != nil:
-			text, calls = ch.Delta.Content, ch.Delta.ToolCalls
-		case ch.Message != nil:
-			text, calls = ch.Message.Content, ch.Message.ToolCalls
-		default:
+		var thought string
+		msg := ch.Delta
+		if msg == nil {
+			msg = ch.Message
+		}
+		if msg != nil {
+			text, calls, thought = msg.Content, msg.ToolCalls, reasoningOf(msg.ReasoningContent, msg.Reasoning)
+		} else {
 			text = ch.Text
 		}
 		for _, tc := range calls {
@@ -311,12 +314,15 @@ func (st *streamState) chunk(b []byte) error {
 			}
 			st.addToolCall(tc)
 		}
-		if text != nil && *text != "" {
+		if text == nil {
+			text = new(string)
+		}
+		if *text != "" || thought != "" {
 			if st.first.IsZero() {
 				st.first = time.Now()
 			}
 			st.pieces++
-			if err := st.emit(engine.Token{ID: -1, Text: *text}); err != nil {
+			if err := st.emit(engine.Token{ID: -1, Text: *text, Reasoning: thought}); err != nil {
 				return err
 			}
 		}

@@ -36,6 +36,11 @@ type Message struct {
 	// function's; Ollama sends only it).
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	Name       string `json:"name,omitempty"`
+	// ReasoningContent is an assistant turn's thinking, sent back in the
+	// history: templates read it as message.reasoning_content (Qwen3,
+	// DeepSeek, Seed-OSS) or message.thinking (gpt-oss); each decides
+	// which turns' thinking it keeps.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 // ToolCall is one function call of an assistant turn, as transformers
@@ -186,6 +191,13 @@ func messageDict(m Message) (*jinja.Dict, error) {
 	}
 	if m.Name != "" {
 		d.SetString("name", m.Name)
+	}
+	if m.ReasoningContent != "" {
+		// Both names: llama.cpp's server (common/chat.cpp) copies
+		// reasoning_content to thinking for gpt-oss's template, which
+		// reads only that.
+		d.SetString("reasoning_content", m.ReasoningContent)
+		d.SetString("thinking", m.ReasoningContent)
 	}
 	return d, nil
 }
