@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -201,9 +202,11 @@ func (m *Model) exchange(ctx context.Context, timeout time.Duration, h Header, p
 
 // ioFailed marks the helper unusable after a broken exchange and ends it.
 // At end of output it has exited or is exiting: its status and last
-// stderr lines say why.
+// stderr lines say why. A read of a closed pipe is the same end: the only
+// closer of stdout is cmd.Wait, once the helper has exited and its stderr
+// is drained, which can come before the reader saw EOF.
 func (m *Model) ioFailed(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
 		m.waitExit(m.opts.StopTimeout)
 		m.deadMu.Lock()
 		werr := m.waitErr
