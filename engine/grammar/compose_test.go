@@ -233,25 +233,5 @@ func BenchmarkMaskToolCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	doc := "<tool_call>\n{\"name\": \"get_weather_3\", \"arguments\": {\"city\": \"Zürich\", \"unit\": \"c\"}}\n</tool_call>"
-	toks := greedyTokens(v, doc)
-	var allowed int
-	for b.Loop() {
-		x := NewMatcher(g, v, eos)
-		for _, id := range toks {
-			bits := x.Allowed()
-			if bits[id>>6]>>(id&63)&1 == 0 {
-				b.Fatalf("token %q not allowed", pieces[id])
-			}
-			allowed += popcount(bits)
-			if err := x.Accept(id); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if !x.Done() {
-			b.Fatal("call not done")
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(toks)), "ns/token")
-	b.ReportMetric(float64(allowed)/float64(b.N*len(toks)), "allowed/token")
-	b.ReportMetric(0, "ns/op")
+	benchMatch(b, g, v, eos, greedyTokens(v, doc), pieces)
 }
