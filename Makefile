@@ -8,7 +8,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/edgectl/edgectl/internal/version.Version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: all build test fuzz test-arm64 test-browser test-js-clients tokenizers-ref onnx-check lint bench bench-llamacpp bench-embed-llamacpp demo cross loadtest clean
+.PHONY: all build test fuzz test-arm64 test-browser test-js-clients tokenizers-ref onnx-check ternary-fixture lint bench bench-llamacpp bench-embed-llamacpp demo cross loadtest clean
 
 all: build
 
@@ -57,6 +57,11 @@ tokenizers-ref: ## WordPiece ids against Hugging Face's own tokenizers (npm, int
 onnx-check: ## ONNX round trip and every rknn shard against Debian's python3-onnx checker (installs it first: scripts/install-onnx-check.sh)
 	./scripts/install-onnx-check.sh
 	$(GO) test -count=1 ./format/onnx/ ./rknn/...
+
+ternary-fixture: ## retrain the ternary-trained BitNet fixtures testdata/models/bitnet-{ternary,sherry}-tiny (Debian's python3-torch on OpenBLAS, installed first; ~10 min each on 2 cores)
+	@dpkg -s python3-torch python3-numpy libopenblas0-pthread >/dev/null 2>&1 || ./scripts/apt-install.sh ternary-fixture python3-torch python3-numpy libopenblas0-pthread
+	OPENBLAS_NUM_THREADS=2 /usr/bin/python3 scripts/train-ternary.py --variant absmean --out testdata/models/bitnet-ternary-tiny --corpus-cache $(HOME)/.cache/edgectl-test/ternary-corpus
+	OPENBLAS_NUM_THREADS=2 /usr/bin/python3 scripts/train-ternary.py --variant sherry --out testdata/models/bitnet-sherry-tiny --corpus-cache $(HOME)/.cache/edgectl-test/ternary-corpus
 
 lint: ## gofmt + go vet (no third-party linters needed)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -68,16 +69,21 @@ func (c *checker) checkFamily() {
 	}
 }
 
-func (c *checker) checkEOS() {
-	for _, name := range []string{"config.json", "generation_config.json"} {
-		cfg := c.cfg
-		if name != "config.json" {
-			g, err := hfconfig.Load(filepath.Join(c.dir, name))
-			if err != nil {
-				continue
-			}
-			cfg = g
+// eosConfigs yields the files that set eos_token_id: config.json, then
+// generation_config.json where it reads.
+func (c *checker) eosConfigs() iter.Seq2[string, *hfconfig.Config] {
+	return func(yield func(string, *hfconfig.Config) bool) {
+		if !yield("config.json", c.cfg) {
+			return
 		}
+		if g, err := hfconfig.Load(filepath.Join(c.dir, "generation_config.json")); err == nil {
+			yield("generation_config.json", g)
+		}
+	}
+}
+
+func (c *checker) checkEOS() {
+	for name, cfg := range c.eosConfigs() {
 		if !cfg.EosIsArray {
 			continue
 		}
@@ -109,15 +115,7 @@ func (c *checker) checkEndOfTurn() {
 		return
 	}
 	ids := patch.EOSIDs(c.dir, c.cfg)
-	for _, name := range []string{"config.json", "generation_config.json"} {
-		cfg := c.cfg
-		if name != "config.json" {
-			g, err := hfconfig.Load(filepath.Join(c.dir, name))
-			if err != nil {
-				continue
-			}
-			cfg = g
-		}
+	for name, cfg := range c.eosConfigs() {
 		if cfg.EosIsArray || len(cfg.EosTokenID) != 1 || cfg.EosTokenID[0] == eot.ID {
 			continue
 		}

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,17 +9,8 @@ import (
 
 	"github.com/edgectl/edgectl/hub/hubtest"
 	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/testbin"
 )
-
-// deadPID is the id of a process that has exited.
-func deadPID(t *testing.T) string {
-	t.Helper()
-	p := exec.Command("true")
-	if err := p.Run(); err != nil {
-		t.Skip("no true(1):", err)
-	}
-	return strconv.Itoa(p.ProcessState.Pid())
-}
 
 // A pull into --local-dir removes the temporaries an earlier, killed pull
 // left there (its copy of a file, its metadata record), and leaves those of
@@ -31,7 +21,7 @@ func TestLocalDirSweepsTemporariesOfKilledPulls(t *testing.T) {
 	addTestRepo(t, srv, "acme/tiny-llama")
 	c, _ := newTestClient(t, srv, "")
 	local := t.TempDir()
-	dead := deadPID(t)
+	dead := strconv.Itoa(testbin.DeadPID(t))
 	orphans := []string{
 		filepath.Join(local, ".model.safetensors.edgectl-tmp-"+dead+"-1"),
 		filepath.Join(local, "tokenizer", "sub dir", ".tokenizer.json.edgectl-tmp-"+dead+"-2"),

@@ -2,7 +2,6 @@ package patch
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"os"
@@ -24,24 +23,7 @@ func shardedQwen3(t *testing.T) (string, map[string][32]byte) {
 	if err := testmodel.Write(dir, testmodel.Spec{ModelType: "qwen3", Layers: 4, Shards: 3, Omit: omitNorms}); err != nil {
 		t.Fatal(err)
 	}
-	return dir, hashes(t, dir)
-}
-
-func hashes(t *testing.T, dir string) map[string][32]byte {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := map[string][32]byte{}
-	for _, e := range es {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h[e.Name()] = sha256.Sum256(b)
-	}
-	return h
+	return dir, testmodel.TreeDigests(t, dir)
 }
 
 // stageLayerNorm plans the norms of dir and stages them in place, stopping
@@ -95,7 +77,7 @@ func checkPatched(t *testing.T, dir string, orig map[string][32]byte) {
 	if _, ok := ck.Index.WeightMap["model.layers.3.self_attn.k_norm.weight"]; !ok {
 		t.Error("norms not added")
 	}
-	now := hashes(t, dir)
+	now := testmodel.TreeDigests(t, dir)
 	for name, h := range now {
 		if strings.HasPrefix(name, ".") {
 			t.Errorf("working file left: %s", name)
@@ -119,7 +101,7 @@ func TestInPlaceShardedCommit(t *testing.T) {
 	dir, orig := shardedQwen3(t)
 	out := stageLayerNorm(t, dir)
 	// Nothing switched before Commit: the checkpoint is still the original.
-	for name, h := range hashes(t, dir) {
+	for name, h := range testmodel.TreeDigests(t, dir) {
 		if !strings.HasPrefix(name, ".") && orig[name] != h {
 			t.Fatalf("%s changed before Commit", name)
 		}
@@ -150,7 +132,7 @@ func TestResumeRollsBackAPrepare(t *testing.T) {
 	if err != nil || r == nil || r.Action != "rolled back" || len(r.Files) != 4 {
 		t.Fatalf("Resume = %+v, %v", r, err)
 	}
-	got := hashes(t, dir)
+	got := testmodel.TreeDigests(t, dir)
 	if len(got) != len(orig) {
 		t.Fatalf("left %d files, had %d", len(got), len(orig))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/edgectl/edgectl/artifact"
 	"github.com/edgectl/edgectl/internal/atomicfile"
 	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/testbin"
 )
 
 // temporaries lists the edgectl temporaries directly in dir.
@@ -26,15 +26,6 @@ func temporaries(t *testing.T, dir string) []string {
 		}
 	}
 	return out
-}
-
-func deadPID(t *testing.T) string {
-	t.Helper()
-	p := exec.Command("true")
-	if err := p.Run(); err != nil {
-		t.Skip("no true(1):", err)
-	}
-	return strconv.Itoa(p.ProcessState.Pid())
 }
 
 // A step that fails leaves nothing in the cache: not its partial output,
@@ -83,7 +74,7 @@ func TestFailedStepLeavesNothingAndNamesTheSource(t *testing.T) {
 // steps, entries they were replacing, memo temporaries) and nothing else.
 func TestOpenCacheSweepsKilledRuns(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
-	dead := deadPID(t)
+	dead := strconv.Itoa(testbin.DeadPID(t))
 	stale := []string{
 		filepath.Join(dir, "steps", ".0123abcd.edgectl-tmp-"+dead+"-77"),
 		filepath.Join(dir, "filehash", ".9f9f.edgectl-tmp-"+dead+"-78"),

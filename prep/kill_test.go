@@ -3,6 +3,7 @@ package prep
 import (
 	"github.com/edgectl/edgectl/internal/progress"
 	"github.com/edgectl/edgectl/internal/testbin"
+	"github.com/edgectl/edgectl/internal/testmodel"
 
 	"bufio"
 	"encoding/json"
@@ -84,7 +85,7 @@ func TestKilledRunResumes(t *testing.T) {
 	clean := o
 	clean.Out, clean.CacheDir = filepath.Join(tmp, "clean", "OUT"), filepath.Join(tmp, "clean", "cache")
 	runPrepmain(t, bin, clean)
-	a, b := readTree(t, o.Out), readTree(t, clean.Out)
+	a, b := testmodel.ReadTree(t, o.Out), testmodel.ReadTree(t, clean.Out)
 	if len(a) != len(b) {
 		t.Fatalf("%d files vs %d", len(a), len(b))
 	}

@@ -81,15 +81,6 @@ func stepsWith(evs []progress.Event, typ string) []string {
 	return s
 }
 
-func readTree(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	m, err := testmodel.ReadTree(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func cpuOpts(t *testing.T, cache, out string) Options {
 	return Options{Source: tinyStories, Target: TargetCPU, Out: out, CacheDir: cache}
 }
@@ -108,8 +99,8 @@ func TestPrepCPULocalWritesVerifiedManifest(t *testing.T) {
 	}
 	// Every model file of the source is in OUT, unchanged, and listed
 	// with the digest the test computes itself.
-	src := readTree(t, tinyStories)
-	got := readTree(t, out)
+	src := testmodel.ReadTree(t, tinyStories)
+	got := testmodel.ReadTree(t, out)
 	if len(got) != len(src)+1 {
 		t.Fatalf("OUT has %d files, want the source's %d plus manifest.json", len(got), len(src))
 	}
@@ -178,7 +169,7 @@ func TestPrepTwoRunsByteIdentical(t *testing.T) {
 			if _, err := Run(context.Background(), nil, b); err != nil {
 				t.Fatal(err)
 			}
-			ta, tb := readTree(t, a.Out), readTree(t, b.Out)
+			ta, tb := testmodel.ReadTree(t, a.Out), testmodel.ReadTree(t, b.Out)
 			if len(ta) != len(tb) || len(ta) < 2 {
 				t.Fatalf("%d files vs %d", len(ta), len(tb))
 			}
@@ -197,7 +188,7 @@ func TestPrepRerunSkipsFinishedSteps(t *testing.T) {
 	if _, err := Run(context.Background(), nil, opts); err != nil {
 		t.Fatal(err)
 	}
-	first := readTree(t, opts.Out)
+	first := testmodel.ReadTree(t, opts.Out)
 
 	var log eventLog
 	res, err := Run(context.Background(), log.sink(), opts)
@@ -218,7 +209,7 @@ func TestPrepRerunSkipsFinishedSteps(t *testing.T) {
 	if len(stepsWith(evs, "finding")) == 0 {
 		t.Error("rerun lost the findings")
 	}
-	second := readTree(t, opts.Out)
+	second := testmodel.ReadTree(t, opts.Out)
 	for k, v := range first {
 		if !bytes.Equal(v, second[k]) {
 			t.Errorf("%s changed on a rerun", k)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,16 +19,6 @@ import (
 
 	"github.com/edgectl/edgectl/internal/pathguard"
 )
-
-// deadPID is the PID of a process that has exited.
-func deadPID(t *testing.T) string {
-	t.Helper()
-	c := exec.Command("true")
-	if err := c.Run(); err != nil {
-		t.Skip("no true(1):", err)
-	}
-	return strconv.Itoa(c.ProcessState.Pid())
-}
 
 // An output directory inside the model directory (however it is reached)
 // or around it is refused before anything runs or is created.
@@ -60,7 +49,7 @@ func TestBuildRemovesStaleTemporaries(t *testing.T) {
 	model, _ := makeModel(t, modelSpec{layers: 2, hidden: 32, vocab: 6400})
 	parent := t.TempDir()
 	out := filepath.Join(parent, "o")
-	pid := deadPID(t)
+	pid := strconv.Itoa(testbin.DeadPID(t))
 	for _, d := range []string{".o.edgectl-tmp-" + pid + "-1/layer", ".o.shim.edgectl-tmp-" + pid + "-2"} {
 		if err := os.MkdirAll(filepath.Join(parent, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -125,7 +114,7 @@ func TestPatchImageCleansStaleDecompressedCopy(t *testing.T) {
 	zw.Close()
 	gz := src + ".gz"
 	os.WriteFile(gz, zb.Bytes(), 0o644)
-	stale := filepath.Join(tmp, "."+gunzipName+".edgectl-tmp-"+deadPID(t)+"-9")
+	stale := filepath.Join(tmp, "."+gunzipName+".edgectl-tmp-"+strconv.Itoa(testbin.DeadPID(t))+"-9")
 	os.WriteFile(stale, raw, 0o644)
 	var logb bytes.Buffer
 	if _, err := PatchImage(context.Background(), gz, filepath.Join(dir, "out.tar"), PatchOptions{Log: &logb}); err != nil {

@@ -136,19 +136,11 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 			return nil, err
 		}
 	}
-	res := &BuildResult{OutDir: outAbs, DryRun: opts.DryRun, Runtime: rt, Image: image, Chip: p.chip,
-		KVCacheLen: p.kv, PrefillLen: p.prefill, PrefillGroups: p.groups, WeightType: p.weightType,
-		Shim: p.shim.Hooks(), Warnings: p.warnings}
-	res.Builder = opts.Builder
-	if res.Builder == "" {
-		if res.PulsarVersion, err = probeVersion(ctx, rt, image); err != nil {
-			return nil, err
-		}
-		res.Builder = BuilderFor(res.PulsarVersion)
-		fmt.Fprintf(logw, "edgectl: %s has pulsar2 %s: using %s\n", image, res.PulsarVersion, res.Builder)
-	} else if res.Builder != BuilderLLMBuild && res.Builder != BuilderLLMBuild2 {
-		return nil, inputErr(fmt.Sprintf("--builder %q", opts.Builder), "use llm_build (Pulsar2 ≤ 5) or llm_build2 (6.0+)")
+	res, err := p.result(opts, outAbs, logw, image+" has", func() (string, error) { return probeVersion(ctx, rt, image) })
+	if err != nil {
+		return nil, err
 	}
+	res.Runtime, res.Image = rt, image
 	name := container.Name("edgectl-pulsar2")
 	return p.produce(outAbs, res, opts, start, logw, compiler{
 		command: func(outPath, shimHost string) []string {
@@ -159,6 +151,29 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 			return judgeRun(sc, runErr, rt, res.Builder, image)
 		},
 	})
+}
+
+// result is what a build reports, before it runs: the plan's settings and
+// the builder --builder names or, without one, the one for the pulsar2
+// version probe finds (logged as "edgectl: WHO pulsar2 VERSION": "IMAGE
+// has", "BIN is").
+func (p *plan) result(opts BuildOptions, outAbs string, logw io.Writer, who string, probe func() (string, error)) (*BuildResult, error) {
+	res := &BuildResult{OutDir: outAbs, DryRun: opts.DryRun, Chip: p.chip, Builder: opts.Builder,
+		KVCacheLen: p.kv, PrefillLen: p.prefill, PrefillGroups: p.groups, WeightType: p.weightType,
+		Shim: p.shim.Hooks(), Warnings: p.warnings}
+	switch res.Builder {
+	case "":
+		v, err := probe()
+		if err != nil {
+			return nil, err
+		}
+		res.PulsarVersion, res.Builder = v, BuilderFor(v)
+		fmt.Fprintf(logw, "edgectl: %s pulsar2 %s: using %s\n", who, v, res.Builder)
+	case BuilderLLMBuild, BuilderLLMBuild2:
+	default:
+		return nil, inputErr(fmt.Sprintf("--builder %q", opts.Builder), "use llm_build (Pulsar2 ≤ 5) or llm_build2 (6.0+)")
+	}
+	return res, nil
 }
 
 // compiler is how a build runs pulsar2: in a container or installed

@@ -26,19 +26,11 @@ func buildNative(ctx context.Context, opts BuildOptions, p *plan, outAbs string,
 	if err != nil {
 		return nil, err
 	}
-	res := &BuildResult{OutDir: outAbs, DryRun: opts.DryRun, Runtime: RuntimeNative, Pulsar2Bin: bin, Chip: p.chip,
-		KVCacheLen: p.kv, PrefillLen: p.prefill, PrefillGroups: p.groups, WeightType: p.weightType,
-		Shim: p.shim.Hooks(), Warnings: p.warnings}
-	res.Builder = opts.Builder
-	if res.Builder == "" {
-		if res.PulsarVersion, err = probeNativeVersion(ctx, bin); err != nil {
-			return nil, err
-		}
-		res.Builder = BuilderFor(res.PulsarVersion)
-		fmt.Fprintf(logw, "edgectl: %s is pulsar2 %s: using %s\n", bin, res.PulsarVersion, res.Builder)
-	} else if res.Builder != BuilderLLMBuild && res.Builder != BuilderLLMBuild2 {
-		return nil, inputErr(fmt.Sprintf("--builder %q", opts.Builder), "use llm_build (Pulsar2 ≤ 5) or llm_build2 (6.0+)")
+	res, err := p.result(opts, outAbs, logw, bin+" is", func() (string, error) { return probeNativeVersion(ctx, bin) })
+	if err != nil {
+		return nil, err
 	}
+	res.Runtime, res.Pulsar2Bin = RuntimeNative, bin
 
 	return p.produce(outAbs, res, opts, start, logw, compiler{
 		command: func(outPath, shimHost string) []string {

@@ -237,7 +237,10 @@ func (p *packer) writePacked(ctx context.Context, w *h1b.Writer, version int32, 
 		frac := float64(changed.Load()) / float64(l.rows*l.k)
 		method += fmt.Sprintf("; 3:4 projection changed %.2f%% of weights", 100*frac)
 		if frac > 0.05 {
-			p.warn("tensor %q: the Sherry 3:4 projection changed %.1f%% of its ternary weights (over 5%%); expect quality loss", l.name, 100*frac)
+			// Projecting the master floats loses less than projecting their
+			// absmean codes (bitnet-ternary-tiny: perplexity ×1.42 against
+			// ×3.02, docs/engine.md "Perplexity of the packed formats").
+			p.warn("tensor %q: the Sherry 3:4 projection changed %.1f%% of its ternary weights (over 5%%); expect quality loss (from float master weights, --ternarize none projects the floats and loses less)", l.name, 100*frac)
 		}
 	}
 	p.res.Tensors = append(p.res.Tensors, TensorReport{Name: name, Source: l.name, Type: h1b.Packing(version), Shape: []int64{int64(l.rows), int64(l.k)}, Method: method})

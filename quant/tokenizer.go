@@ -163,7 +163,10 @@ func (t *tokenizerInfo) ggufKVs() [][2]any {
 		}
 		kv = append(kv, [2]any{"tokenizer.ggml.scores", scores})
 	}
-	if len(t.file.Model.Merges) > 0 {
+	// llama.cpp refuses a gpt2 vocabulary without this key ("cannot find
+	// tokenizer merges in model file"), even a byte-level one that merges
+	// nothing, so gpt2 always gets it, empty or not.
+	if len(t.file.Model.Merges) > 0 || t.model == "gpt2" {
 		m := make([]string, len(t.file.Model.Merges))
 		for i, pr := range t.file.Model.Merges {
 			m[i] = pr[0] + " " + pr[1]

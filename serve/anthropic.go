@@ -9,7 +9,6 @@ import (
 
 	"github.com/edgectl/edgectl/api"
 	"github.com/edgectl/edgectl/engine"
-	"github.com/edgectl/edgectl/engine/toolcall"
 )
 
 // POST /v1/messages: Anthropic's Messages API, for the tools that speak
@@ -303,31 +302,4 @@ func anthropicTools(tools, choice json.RawMessage) (*engine.Tools, error) {
 // errors are in its own shape.
 func isAnthropicPath(path string) bool {
 	return path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/")
-}
-
-// handleCountTokens is POST /v1/messages/count_tokens: the prompt's
-// tokens as the model's template and tokenizer make them. No lane offers
-// a tokenizer apart from generation, so the count comes from a turn cut
-// at one token (the cost of a prefill); max_tokens is not required.
-func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
-	req, ok := s.decodeMessages(w, r)
-	if !ok {
-		return
-	}
-	one := 1
-	req.MaxTokens, req.StopSequences = &one, nil
-	ereq, err := messagesRequest(req)
-	if err != nil {
-		s.anthropicFail(w, r, req.Model, http.StatusBadRequest, err)
-		return
-	}
-	ask, _ := anthropicThink(req.Thinking) // checked in messagesRequest: the prompt as the answer's would be
-	t, err := s.chatTurn(r, req.Model, keepAlive(req.KeepAlive), ereq, ask, func() error { return nil }, func([]toolcall.Event) error { return nil })
-	if err != nil {
-		code, err := turnStatus(err)
-		s.anthropicFail(w, r, req.Model, code, renameField(err, "response_format", "output_config.format"))
-		return
-	}
-	note(r, req.Model, http.StatusOK)
-	writeJSON(w, http.StatusOK, api.AnthropicCountTokens{InputTokens: t.res.PromptTokens})
 }

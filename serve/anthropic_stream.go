@@ -11,23 +11,26 @@ import (
 )
 
 // serveMessage runs a Messages request and answers with the message, or
-// streams it as Anthropic does: message_start once the model is loaded,
-// per content block its content_block_start, deltas (text_delta,
+// streams it as Anthropic does: message_start once the model is loaded
+// (with the prompt's input_tokens where the lane counts them before the
+// prefill, as Anthropic's carries them: @ai-sdk/anthropic and LangChain
+// read them there), per content block its content_block_start, deltas (text_delta,
 // input_json_delta) and content_block_stop (a ping after the first
 // start), then message_delta with stop_reason and usage, and
 // message_stop; an error event when the generation fails.
 func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request, req *api.MessagesRequest, ereq engine.Request) {
 	msg := &api.AnthropicResponse{ID: newID("msg_"), Type: "message", Role: "assistant", Model: req.Model, Content: []api.AnthropicBlock{}}
 	aw := &anthropicWriter{msg: msg, open: -1, calls: map[int]int{}, stops: anthropicStops{stops: req.StopSequences}}
-	begin := func() error {
+	begin := func(prompt int) error {
 		if !req.Stream {
 			return nil
 		}
 		aw.sw = startSSE(w)
+		msg.Usage.InputTokens = prompt // output_tokens 0: none generated yet
 		return aw.event("message_start", api.AnthropicMessageStart{Type: "message_start", Message: msg})
 	}
 	ask, _ := anthropicThink(req.Thinking) // checked in messagesRequest
-	t, err := s.chatTurn(r, req.Model, keepAlive(req.KeepAlive), ereq, ask, begin, aw.add)
+	t, err := s.countedTurn(r, req.Model, keepAlive(req.KeepAlive), ereq, ask, req.Stream, begin, aw.add)
 	if err == nil {
 		err = aw.finish(t) // text held back for a possible stop sequence, the open block
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/edgectl/edgectl/api"
@@ -220,11 +219,9 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 	}
 
 	if !stream {
-		var out strings.Builder
 		var lps []engine.TokenLogprob
-		var answer chatAnswer // text and tool calls (serve/tools.go)
+		var answer chatAnswer // text and tool calls (serve/tools.go); completions: the text, an upstream's thinking back in it
 		res, err := s.run(r.Context(), l, ereq, func(t engine.Token) error {
-			out.WriteString(t.Text)
 			answer.add(ts.push(t))
 			lps = append(lps, t.Logprobs...)
 			return nil
@@ -249,7 +246,7 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 			return
 		}
 		f := res.FinishReason
-		choice := api.CompletionChoice{Text: out.String(), FinishReason: &f}
+		choice := api.CompletionChoice{Text: answer.text.String(), FinishReason: &f}
 		if ereq.Logprobs {
 			choice.Logprobs = legacy.add(lps)
 		}
@@ -283,7 +280,11 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 		return nil
 	}
 	res, err := s.run(r.Context(), l, ereq, func(t engine.Token) error {
-		if !chat || ts.plain(t) {
+		if !chat {
+			text := completionText(ts.push(t)) // serve/completions_text.go
+			return sw.send(chunk(&text, nil, t.Logprobs))
+		}
+		if ts.plain(t) {
 			return sw.send(chunk(&t.Text, nil, t.Logprobs))
 		}
 		return sendEvents(chatDeltas(ts.push(t)), t.Logprobs) // tool calls (serve/tools.go)
@@ -291,6 +292,11 @@ func (s *Server) openAIGenerate(w http.ResponseWriter, r *http.Request, model st
 	if err == nil && chat {
 		if err = sendEvents(chatDeltas(ts.flush()), nil); err == nil && len(carry) > 0 {
 			err = sw.send(chatChunk(api.Delta{Content: new(string)}, nil, carry))
+		}
+	}
+	if err == nil && !chat {
+		if text := completionText(ts.flush()); text != "" {
+			err = sw.send(chunk(&text, nil, nil))
 		}
 	}
 	if err != nil {

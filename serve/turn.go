@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -70,17 +71,27 @@ func (s *Server) leaseTurn(r *http.Request, model string, ka *time.Duration, ere
 // (as ask asks, serve/reasoning.go) and tool calls as they come.
 func (s *Server) chatTurn(r *http.Request, model string, ka *time.Duration, ereq engine.Request, ask thinkAsk,
 	begin func() error, emit func([]toolcall.Event) error) (turn, error) {
+	return s.countedTurn(r, model, ka, ereq, ask, false, func(int) error { return begin() }, emit)
+}
+
+// countedTurn is chatTurn whose begin gets the prompt's token count when
+// count asks for it and the lane counts apart from generating
+// (countPrompt); 0 otherwise.
+func (s *Server) countedTurn(r *http.Request, model string, ka *time.Duration, ereq engine.Request, ask thinkAsk,
+	count bool, begin func(prompt int) error, emit func([]toolcall.Event) error) (turn, error) {
 	start := time.Now()
-	ereq.Think = ask.forward() // an upstream's (serve/reasoning.go)
-	e, l, ts, ereq, err := s.leaseTurn(r, model, ka, ereq)
+	e, l, ts, ereq, err := s.leaseChat(r, model, ka, ereq, ask)
 	if err != nil {
 		return turn{}, err
 	}
 	defer l.Release()
-	if err := think(e, l, ts, &ereq, ask); err != nil {
-		return turn{}, &turnError{http.StatusBadRequest, err}
+	prompt := 0
+	if count {
+		if prompt, err = countPrompt(r.Context(), l, ereq); err != nil {
+			return turn{}, &turnError{httpStatus(err), err}
+		}
 	}
-	if err := begin(); err != nil {
+	if err := begin(prompt); err != nil {
 		return turn{}, &turnError{499, err}
 	}
 	send := func(evs []toolcall.Event) error {
@@ -104,6 +115,32 @@ func (s *Server) chatTurn(r *http.Request, model string, ka *time.Duration, ereq
 	}
 	s.record(e, res)
 	return turn{res: res, finish: ts.finish(res.FinishReason), usage: s.usage(res, l, start)}, nil
+}
+
+// leaseChat is leaseTurn with the request's thinking controls applied
+// (ask, serve/reasoning.go): the turn's model leased (the caller releases
+// it) and ereq as its lane and template take it.
+func (s *Server) leaseChat(r *http.Request, model string, ka *time.Duration, ereq engine.Request, ask thinkAsk) (*Entry, *Lease, *toolStream, engine.Request, error) {
+	ereq.Think = ask.forward() // an upstream's (serve/reasoning.go)
+	e, l, ts, ereq, err := s.leaseTurn(r, model, ka, ereq)
+	if err != nil {
+		return nil, nil, nil, ereq, err
+	}
+	if err := think(e, l, ts, &ereq, ask); err != nil {
+		l.Release()
+		return nil, nil, nil, ereq, &turnError{http.StatusBadRequest, err}
+	}
+	return e, l, ts, ereq, nil
+}
+
+// countPrompt is the prompt's token count on a lane that counts without
+// generating (engine.PromptCounter: the cpu lane), 0 on one that cannot.
+func countPrompt(ctx context.Context, l *Lease, ereq engine.Request) (int, error) {
+	pc, ok := l.Model.(engine.PromptCounter)
+	if !ok {
+		return 0, nil
+	}
+	return pc.CountPrompt(ctx, ereq)
 }
 
 // turnStatus is the status and error of a failed turn.

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/edgectl/edgectl/internal/cli"
 )
 
 // run --ctx caps the context the engine reserves: the load line reports it
@@ -36,22 +32,7 @@ func TestRunCtxFlag(t *testing.T) {
 // serve --ctx sets the context of cpu-lane models, as /api/show reports
 // once the model is loaded.
 func TestServeCtxFlag(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, &cli.IO{In: strings.NewReader(""), Out: out, ErrOut: errOut},
-			[]string{"serve", "--json", "--models", runFixture, "--addr", "127.0.0.1:0", "--ctx", "100"})
-	}()
-	var ev struct{ URL string }
-	for deadline := time.Now().Add(10 * time.Second); ev.URL == ""; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening event; stderr: %s", errOut)
-		}
-		line, _, _ := strings.Cut(out.String(), "\n")
-		json.Unmarshal([]byte(line), &ev)
-	}
+	ev := serveJSON(t, "--models", runFixture, "--addr", "127.0.0.1:0", "--ctx", "100")
 	post := func(path, body string, into any) {
 		t.Helper()
 		resp, err := http.Post(ev.URL+path, "application/json", strings.NewReader(body))
@@ -76,8 +57,7 @@ func TestServeCtxFlag(t *testing.T) {
 	if got := show.ModelInfo["llama.context_length"]; got != 100.0 {
 		t.Errorf("context_length %v, want 100 (model_info %v)", got, show.ModelInfo)
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Errorf("exit %d: %s", code, errOut)
+	if code := ev.Stop(); code != 0 {
+		t.Errorf("exit %d: %s", code, ev.ErrOut)
 	}
 }

@@ -147,14 +147,10 @@ func TestDoctorDeviceLeftoversReportedNotTouched(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Process.Kill(); rt.Wait() })
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
 	ticks := startTicks(t, rt.Process.Pid)
 	cmdline := strings.Split(strings.TrimSuffix(mustRead(t, fmt.Sprintf("/proc/%d/cmdline", rt.Process.Pid)), "\x00"), "\x00")
 	rec, _ := json.Marshal(map[string]any{"pid": rt.Process.Pid, "start_ticks": ticks, "cmdline": cmdline,
-		"owner_pid": gone.Process.Pid, "owner_start_ticks": 1, "model_dir": "/models/qwen3", "device": 0})
+		"owner_pid": testbin.DeadPID(t), "owner_start_ticks": 1, "model_dir": "/models/qwen3", "device": 0})
 	pidFile := filepath.Join(b.pids, fmt.Sprintf("runtime-%d.json", rt.Process.Pid))
 	writeFile(t, pidFile, string(rec))
 	lock := filepath.Join(b.root, "tmp", "axcl", "axcl_dev0.lock")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,10 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/edgectl/edgectl/hub/hubtest"
-	"github.com/edgectl/edgectl/internal/cli"
 )
 
 // hubModelEnv serves the tinystories fixture as acme/TinyStories from a
@@ -39,13 +36,7 @@ func hubModelEnv(t *testing.T) (srv *hubtest.Server, cache, commit string) {
 	}
 	_, commit = srv.AddRepo("acme/TinyStories", files...)
 	srv.AddRepo("acme/configs-only", &hubtest.File{Path: "config.json", Content: hubtest.Bytes([]byte(`{}`))})
-	cache = t.TempDir()
-	t.Setenv("HF_ENDPOINT", srv.URL())
-	t.Setenv("HF_HOME", t.TempDir())
-	t.Setenv("HF_HUB_CACHE", cache)
-	t.Setenv("HF_TOKEN", "")
-	t.Setenv("HF_HUB_OFFLINE", "")
-	return srv, cache, commit
+	return srv, hubEnv(t, srv.URL()), commit
 }
 
 func TestRunHubIDPullsOnceThenRunsFromTheCache(t *testing.T) {
@@ -145,61 +136,19 @@ func TestRunCompletesAPartialSnapshot(t *testing.T) {
 	}
 }
 
-// serveEvent starts serve with args and returns its listening event and a
-// stop function that returns the exit code.
-func serveEvent(t *testing.T, args ...string) (url string, models []map[string]string, stop func() int) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, &cli.IO{In: strings.NewReader(""), Out: out, ErrOut: errOut},
-			append([]string{"serve", "--json", "--addr", "127.0.0.1:0"}, args...))
-	}()
-	stop = func() int {
-		cancel()
-		select {
-		case code := <-done:
-			return code
-		case <-time.After(15 * time.Second):
-			t.Fatal("serve did not stop")
-			return -1
-		}
-	}
-	var ev struct {
-		Event  string
-		URL    string
-		Models []map[string]string
-	}
-	for deadline := time.Now().Add(30 * time.Second); ev.URL == ""; time.Sleep(20 * time.Millisecond) {
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d: %s", code, errOut)
-		default:
-		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("no listening event; stderr: %s", errOut)
-		}
-		line, _, _ := strings.Cut(out.String(), "\n")
-		json.Unmarshal([]byte(line), &ev)
-	}
-	return ev.URL, ev.Models, stop
-}
-
 func TestServeModelsHubID(t *testing.T) {
 	srv, cache, commit := hubModelEnv(t)
 	snap := filepath.Join(cache, "models--acme--TinyStories", "snapshots", commit)
-	url, models, stop := serveEvent(t, "--models", "acme/TinyStories", "--models", "mine=acme/TinyStories@main")
+	ev := serveJSON(t, "--addr", "127.0.0.1:0", "--models", "acme/TinyStories", "--models", "mine=acme/TinyStories@main")
 	got := map[string]string{}
-	for _, m := range models {
+	for _, m := range ev.Models {
 		got[m["name"]] = m["path"]
 	}
 	if len(got) != 2 || got["tinystories:latest"] != snap || got["mine:latest"] != snap {
-		t.Errorf("models %v, want tinystories and mine at %s", models, snap)
+		t.Errorf("models %v, want tinystories and mine at %s", ev.Models, snap)
 	}
 	for _, model := range []string{"acme/TinyStories", "tinystories", "mine"} {
-		resp, err := http.Post(url+"/api/generate", "application/json",
+		resp, err := http.Post(ev.URL+"/api/generate", "application/json",
 			strings.NewReader(`{"model":"`+model+`","prompt":"Once upon a time","stream":false,"options":{"num_predict":2}}`))
 		if err != nil {
 			t.Fatal(err)
@@ -210,16 +159,16 @@ func TestServeModelsHubID(t *testing.T) {
 			t.Errorf("%s: %d %s", model, resp.StatusCode, b)
 		}
 	}
-	if code := stop(); code != 0 {
-		t.Errorf("exit %d", code)
+	if code := ev.Stop(); code != 0 {
+		t.Errorf("exit %d: %s", code, ev.ErrOut)
 	}
 
 	// Cached now: a second serve starts without the network.
 	srv.ResetLog()
-	_, models, stop = serveEvent(t, "--models", "acme/TinyStories")
-	stop()
-	if len(models) != 1 || len(srv.Requests()) != 0 {
-		t.Errorf("cached serve: models %v, requests %+v", models, srv.Requests())
+	cached := serveJSON(t, "--addr", "127.0.0.1:0", "--models", "acme/TinyStories")
+	cached.Stop()
+	if len(cached.Models) != 1 || len(srv.Requests()) != 0 {
+		t.Errorf("cached serve: models %v, requests %+v", cached.Models, srv.Requests())
 	}
 
 	t.Setenv("HF_HUB_OFFLINE", "1")

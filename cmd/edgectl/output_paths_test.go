@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/internal/cli"
+	"github.com/edgectl/edgectl/internal/testbin"
 )
 
 // `quant pack -o` by the output-path rules (docs/output-paths.md): a
@@ -47,30 +47,12 @@ func TestQuantPackOutputPaths(t *testing.T) {
 
 	t.Run("fifo", func(t *testing.T) {
 		fifo := filepath.Join(t.TempDir(), "pipe")
-		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-			t.Skip("mkfifo:", err)
-		}
-		got := make(chan []byte, 1)
-		go func() {
-			f, err := os.Open(fifo)
-			if err != nil {
-				got <- nil
-				return
-			}
-			b, _ := io.ReadAll(f)
-			f.Close()
-			got <- b
-		}()
+		read := testbin.FIFO(t, fifo)
 		if code, _, stderr := pack(fifo); code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		select {
-		case b := <-got:
-			if !bytes.Equal(b, want) {
-				t.Fatalf("the FIFO's reader got %d bytes, want %d", len(b), len(want))
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("the FIFO's reader got nothing")
+		if b := read(20 * time.Second); !bytes.Equal(b, want) {
+			t.Fatalf("the FIFO's reader got %d bytes, want %d", len(b), len(want))
 		}
 		if st, _ := os.Lstat(fifo); st.Mode()&os.ModeNamedPipe == 0 {
 			t.Fatal("the FIFO was replaced")

@@ -56,7 +56,7 @@ func pristine(t *testing.T, spec testmodel.Spec) (string, map[string][32]byte) {
 	if err := testmodel.Write(dir, spec); err != nil {
 		t.Fatal(err)
 	}
-	return dir, treeDigests(t, dir)
+	return dir, testmodel.TreeDigests(t, dir)
 }
 
 // cloneDir hard-links src's files into a new directory: an in-place patch
@@ -81,7 +81,7 @@ func cloneDir(t *testing.T, src string) string {
 // checkBackups: every .orig present is the original file.
 func checkBackups(t *testing.T, dir string, orig map[string][32]byte) {
 	t.Helper()
-	for name, h := range treeDigests(t, dir) {
+	for name, h := range testmodel.TreeDigests(t, dir) {
 		if base, ok := strings.CutSuffix(name, ".orig"); ok && orig[base] != h {
 			t.Errorf("%s is not the original %s", name, base)
 		}
@@ -128,7 +128,7 @@ func checkFinished(t *testing.T, dir string, orig map[string][32]byte) {
 	if _, _, ok := ck.Lookup("model.norm.weight"); !ok {
 		t.Error("model.norm.weight not added")
 	}
-	now := treeDigests(t, dir)
+	now := testmodel.TreeDigests(t, dir)
 	for name := range now {
 		if strings.HasPrefix(name, ".") {
 			t.Errorf("left behind: %s", name)
@@ -150,12 +150,12 @@ func rerunUntilDone(t *testing.T, dir string, orig map[string][32]byte) {
 		t.Fatalf("rerun: exit %d (killed %v): %s", code, killed, stderr)
 	}
 	checkFinished(t, dir, orig)
-	before := treeDigests(t, dir)
+	before := testmodel.TreeDigests(t, dir)
 	killed, code, stderr := edgectlRun(t, "", "patch", "layernorm", dir, "--in-place")
 	if killed || code != 0 || !strings.Contains(stderr, "nothing to add") {
 		t.Fatalf("third run: exit %d: %s", code, stderr)
 	}
-	after := treeDigests(t, dir)
+	after := testmodel.TreeDigests(t, dir)
 	if len(after) != len(before) {
 		t.Fatalf("third run changed the directory: %d → %d files", len(before), len(after))
 	}

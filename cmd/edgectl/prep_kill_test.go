@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -50,20 +49,6 @@ func treeBytes(p string) (n int64) {
 	return n
 }
 
-// treeDigests is every file of dir with its sha256.
-func treeDigests(t *testing.T, dir string) map[string][32]byte {
-	t.Helper()
-	tree, err := testmodel.ReadTree(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][32]byte{}
-	for k, v := range tree {
-		out[k] = sha256.Sum256(v)
-	}
-	return out
-}
-
 // A real `edgectl prep --force` killed with SIGKILL at several moments —
 // while importing, with a step written but not committed, in the middle of
 // quantizing, while replacing cache entries, with OUT half built, and with
@@ -95,7 +80,7 @@ func TestPrepSurvivesKill9(t *testing.T) {
 	if killed, code, stderr := edgectlRun(t, "", prepArgs(ref, filepath.Join(tmp, "ref", "cache"))...); killed || code != 0 {
 		t.Fatalf("reference run: exit %d: %s", code, stderr)
 	}
-	want := treeDigests(t, ref)
+	want := testmodel.TreeDigests(t, ref)
 
 	work := filepath.Join(tmp, "work")
 	out, cache := filepath.Join(work, "OUT"), filepath.Join(work, "cache")
@@ -104,7 +89,7 @@ func TestPrepSurvivesKill9(t *testing.T) {
 	}
 	check := func(moment string) {
 		t.Helper()
-		got := treeDigests(t, out)
+		got := testmodel.TreeDigests(t, out)
 		if len(got) != len(want) {
 			t.Errorf("after %s: OUT has %d files, an uninterrupted run %d", moment, len(got), len(want))
 		}

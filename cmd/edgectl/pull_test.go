@@ -27,13 +27,19 @@ func pullEnv(t *testing.T) (*hubtest.Server, string, string) {
 	_, commit := srv.AddRepo("acme/tiny",
 		&hubtest.File{Path: "config.json", Content: hubtest.Bytes([]byte(`{"hidden_size":8}`))},
 		&hubtest.File{Path: "model.safetensors", Content: hubtest.Generated(3, 1<<20+5), LFS: true})
-	cache := t.TempDir()
-	t.Setenv("HF_ENDPOINT", srv.URL())
+	return srv, hubEnv(t, srv.URL()), commit
+}
+
+// hubEnv points the Hub environment at endpoint, with no token, online,
+// and a fresh HF_HOME and cache; it returns the cache.
+func hubEnv(t *testing.T, endpoint string) (cache string) {
+	cache = t.TempDir()
+	t.Setenv("HF_ENDPOINT", endpoint)
 	t.Setenv("HF_HOME", t.TempDir())
 	t.Setenv("HF_HUB_CACHE", cache)
 	t.Setenv("HF_TOKEN", "")
 	t.Setenv("HF_HUB_OFFLINE", "")
-	return srv, cache, commit
+	return cache
 }
 
 func TestPullJSONEvents(t *testing.T) {

@@ -44,7 +44,8 @@ func newQuantPackCmd(io *cli.IO, fixedFormat string, runF func(context.Context, 
   tq2_0, tq1_0   GGUF v3 with llama.cpp TQ2_0/TQ1_0 projections (bit-exact with
                  quantize_row_tq*_0_ref), F16 embeddings, F32 norms, llama/bitnet
                  metadata and tokenizer.ggml.* from tokenizer.json
-  f16, f32       the same GGUF without quantization (projections F16 or F32)
+  f16, f32       the same GGUF with F16 or F32 projections (a bitnet checkpoint's
+                 ternarized per --ternarize first, as llama.cpp's converter does)
   sherry         .h1b v3 (Sherry 1.25-bit, 3:4) + .htok
   halo2          .h1b v2 (HALO_V2 2-bit) + .htok
   tq1h           .h1b v4 (base-3, 1.6-bit) + .htok

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/internal/atomicfile"
+	"github.com/edgectl/edgectl/internal/testbin"
 )
 
 // temporaries lists the edgectl temporaries in dir.
@@ -79,11 +80,7 @@ func TestQuantPackRemovesTemporariesOfKilledRuns(t *testing.T) {
 	// orphan must survive.
 	live := filepath.Join(outDir, ".m.gguf.edgectl-tmp-"+strconv.Itoa(os.Getpid())+"-1")
 	os.WriteFile(live, []byte("in progress"), 0o644)
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Skip("no true(1)")
-	}
-	other := filepath.Join(outDir, ".x.gguf.edgectl-tmp-"+strconv.Itoa(dead.ProcessState.Pid())+"-1")
+	other := filepath.Join(outDir, ".x.gguf.edgectl-tmp-"+strconv.Itoa(testbin.DeadPID(t))+"-1")
 	os.WriteFile(other, []byte("another command's"), 0o644)
 
 	killed, code, stderr := edgectlRun(t, "", args...)

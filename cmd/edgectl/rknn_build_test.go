@@ -7,10 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgectl/edgectl/format/onnx"
 	"github.com/edgectl/edgectl/format/rknnchain"
 	"github.com/edgectl/edgectl/internal/testbin"
-	"github.com/edgectl/edgectl/internal/testmodel"
 	"github.com/edgectl/edgectl/rknn"
 )
 
@@ -21,10 +19,7 @@ import (
 // and leaves OUT as it was; no toolkit named is an input error.
 func TestRknnBuildCLI(t *testing.T) {
 	dir := t.TempDir()
-	model := filepath.Join(dir, "enc.onnx")
-	if err := onnx.WriteFile(model, testmodel.ViT(testmodel.ViTSpec{Tokens: 64, Hidden: 48, Heads: 3, Layers: 2, Seed: 3}), onnx.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	model := smallEncoder(t, dir)
 	out := filepath.Join(dir, "out")
 	if code, _, stderr := runCLI(t, "rknn", "shard", model, "-o", out, "--sram-kb", "4", "--barrier", "rules"); code != 0 {
 		t.Fatalf("shard: exit %d: %s", code, stderr)

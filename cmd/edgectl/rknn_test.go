@@ -12,15 +12,23 @@ import (
 	"github.com/edgectl/edgectl/rknn"
 )
 
+// smallEncoder writes dir/enc.onnx, a SigLIP-shaped encoder small enough
+// to shard and verify in a second, and returns its path.
+func smallEncoder(t *testing.T, dir string) string {
+	t.Helper()
+	model := filepath.Join(dir, "enc.onnx")
+	if err := onnx.WriteFile(model, testmodel.ViT(testmodel.ViTSpec{Tokens: 64, Hidden: 48, Heads: 3, Layers: 2, Seed: 3}), onnx.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return model
+}
+
 // TestRknnShardVerifyCLI: edgectl rknn shard writes OUT (path on stdout,
 // the passes on stderr), verify --json reports the chain's cosine, a bad
 // flag is a usage error and a verify that fails exits 1.
 func TestRknnShardVerifyCLI(t *testing.T) {
 	dir := t.TempDir()
-	model := filepath.Join(dir, "enc.onnx")
-	if err := onnx.WriteFile(model, testmodel.ViT(testmodel.ViTSpec{Tokens: 64, Hidden: 48, Heads: 3, Layers: 2, Seed: 3}), onnx.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	model := smallEncoder(t, dir)
 	out := filepath.Join(dir, "out")
 	code, stdout, stderr := runCLI(t, "rknn", "shard", model, "-o", out, "--sram-kb", "4", "--cores", "2")
 	if code != 0 || strings.TrimSpace(stdout) != out || !strings.Contains(stderr, "tile: ") || !strings.Contains(stderr, "scale: s = ") {

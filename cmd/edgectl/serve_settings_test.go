@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -204,32 +203,9 @@ func TestServeRunsFromTheEnvironmentAlone(t *testing.T) {
 	t.Setenv("EDGECTL_HOST", "http://127.0.0.1:0")
 	t.Setenv("EDGECTL_MODELS", "../../testdata/models")
 	t.Setenv("EDGECTL_API_KEY", "env-key")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, &cli.IO{In: strings.NewReader(""), Out: out, ErrOut: errOut}, []string{"serve", "--json"})
-	}()
-	var ev struct {
-		URL    string
-		Auth   bool
-		Models []map[string]string
-	}
-	for deadline := time.Now().Add(10 * time.Second); ev.URL == ""; time.Sleep(20 * time.Millisecond) {
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d: %s", code, errOut)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening event; stderr: %s", errOut)
-		}
-		line, _, _ := strings.Cut(out.String(), "\n")
-		json.Unmarshal([]byte(line), &ev)
-	}
+	ev := serveJSON(t)
 	if !strings.HasPrefix(ev.URL, "http://127.0.0.1:") || !ev.Auth || len(ev.Models) == 0 {
-		t.Fatalf("listening event %+v", ev)
+		t.Fatalf("listening event %+v", ev.listening)
 	}
 	for key, want := range map[string]int{"": http.StatusUnauthorized, "env-key": http.StatusOK} {
 		req, _ := http.NewRequest(http.MethodGet, ev.URL+"/v1/models", nil)
@@ -245,13 +221,7 @@ func TestServeRunsFromTheEnvironmentAlone(t *testing.T) {
 			t.Errorf("/v1/models with key %q: %d, want %d", key, resp.StatusCode, want)
 		}
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d: %s", code, errOut)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not stop on cancel")
+	if code := ev.Stop(); code != 0 {
+		t.Errorf("exit %d: %s", code, ev.ErrOut)
 	}
 }

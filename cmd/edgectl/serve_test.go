@@ -3,13 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/edgectl/edgectl/internal/cli"
 )
@@ -44,30 +42,9 @@ func TestServeRefusesOpenAddressWithoutKey(t *testing.T) {
 }
 
 func TestServeAnswersAndStops(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, &cli.IO{In: strings.NewReader(""), Out: out, ErrOut: errOut},
-			[]string{"serve", "--json", "--models", "../../testdata/models", "--addr", "127.0.0.1:0", "--api-key", "k"})
-	}()
-	var ev struct {
-		Event  string
-		URL    string
-		Models []map[string]string
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for ev.URL == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening event; stderr: %s", errOut)
-		}
-		line, _, _ := strings.Cut(out.String(), "\n")
-		json.Unmarshal([]byte(line), &ev)
-		time.Sleep(20 * time.Millisecond)
-	}
+	ev := serveJSON(t, "--models", "../../testdata/models", "--addr", "127.0.0.1:0", "--api-key", "k")
 	if ev.Event != "listening" || len(ev.Models) == 0 {
-		t.Fatalf("event %+v", ev)
+		t.Fatalf("event %+v", ev.listening)
 	}
 	resp, err := http.Get(ev.URL + "/health")
 	if err != nil || resp.StatusCode != 200 {
@@ -86,16 +63,10 @@ func TestServeAnswersAndStops(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"done":true`) {
 		t.Fatalf("generate: %d %s", resp.StatusCode, b)
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d: %s", code, errOut)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not stop on cancel")
+	if code := ev.Stop(); code != 0 {
+		t.Errorf("exit %d: %s", code, ev.ErrOut)
 	}
-	if !strings.Contains(out.String(), `"event":"stopped"`) {
-		t.Errorf("stdout %s", out)
+	if !strings.Contains(ev.Out.String(), `"event":"stopped"`) {
+		t.Errorf("stdout %s", ev.Out)
 	}
 }

@@ -54,9 +54,9 @@ type Model struct {
 	exactTokens   bool          // countTokens is the model's own tokenizer
 	samp          samplingState // post_config.json it runs with (sampling.go)
 
-	procMu    sync.Mutex // process start/stop (restart, Close)
-	deadMu    sync.Mutex
-	dead      error
+	procMu    sync.Mutex        // process start/stop (restart, Close)
+	dead      engine.FirstError // why the runtime can take no more requests
+	exitMu    sync.Mutex        // exited and waitErr, which a restart replaces
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -70,25 +70,17 @@ func (m *Model) PID() int { return m.cmd.Process.Pid }
 // Alive returns nil while the runtime can take requests, else why not.
 // serve checks it after every request and reloads a dead model.
 func (m *Model) Alive() error {
-	m.deadMu.Lock()
-	defer m.deadMu.Unlock()
-	if m.dead != nil {
-		return m.dead
+	if err := m.dead.Err(); err != nil {
+		return err
 	}
+	m.exitMu.Lock()
+	defer m.exitMu.Unlock()
 	select {
 	case <-m.exited:
 		return fmt.Errorf("%w: %v", ErrExited, m.waitErr)
 	default:
 		return nil
 	}
-}
-
-func (m *Model) markDead(err error) {
-	m.deadMu.Lock()
-	if m.dead == nil {
-		m.dead = err
-	}
-	m.deadMu.Unlock()
 }
 
 // start runs args and waits for the first prompt.
@@ -131,9 +123,9 @@ func (m *Model) start(ctx context.Context, args []string) error {
 	m.out = make(chan []byte, 256)
 	m.stop = make(chan struct{})
 	m.p, m.pending, m.tail = parser{}, nil, nil
-	m.deadMu.Lock()
+	m.exitMu.Lock()
 	m.exited, m.waitErr = exited, nil
-	m.deadMu.Unlock()
+	m.exitMu.Unlock()
 	out, stop := m.out, m.stop
 	go func() {
 		buf := make([]byte, 4096)
@@ -156,9 +148,9 @@ func (m *Model) start(ctx context.Context, args []string) error {
 		if pidFile != "" {
 			os.Remove(pidFile) // reaped: nothing left to recover
 		}
-		m.deadMu.Lock()
+		m.exitMu.Lock()
 		m.waitErr = err
-		m.deadMu.Unlock()
+		m.exitMu.Unlock()
 		close(exited)
 	}()
 
@@ -200,8 +192,11 @@ func (m *Model) next(ctx context.Context) (event, error) {
 				case <-m.exited:
 				case <-time.After(m.opts.StopTimeout):
 				}
-				err := fmt.Errorf("%w (%v); last output: %s", ErrExited, m.waitErr, m.lastOutput())
-				m.markDead(err)
+				m.exitMu.Lock() // still running after StopTimeout: cmd.Wait may set it now
+				werr := m.waitErr
+				m.exitMu.Unlock()
+				err := fmt.Errorf("%w (%v); last output: %s", ErrExited, werr, m.lastOutput())
+				m.dead.Keep(err)
 				return event{}, err
 			}
 			m.keepTail(b)
@@ -273,7 +268,7 @@ func (m *Model) waitExit(d time.Duration) bool {
 
 // kill ends a runtime that stopped answering.
 func (m *Model) kill(reason error) {
-	m.markDead(reason)
+	m.dead.Keep(reason)
 	m.signal(syscall.SIGKILL)
 }
 
@@ -284,7 +279,7 @@ func (m *Model) kill(reason error) {
 // process is gone.
 func (m *Model) Close() error {
 	m.closeOnce.Do(func() {
-		m.markDead(errors.New("model closed"))
+		m.dead.Keep(errors.New("model closed"))
 		m.procMu.Lock()
 		m.stopProcess()
 		m.removeShadow()

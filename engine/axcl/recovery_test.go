@@ -132,7 +132,7 @@ func TestRecoveryLeavesReusedPID(t *testing.T) {
 	t.Cleanup(func() { unrelated.Process.Kill(); unrelated.Wait() })
 	pid := unrelated.Process.Pid
 	ticks := waitTicks(t, pid)
-	gone := deadPID(t)
+	gone := testbin.DeadPID(t)
 	writeRecord(t, state, "runtime-a.json", pidRecord{PID: pid, StartTicks: ticks + 1, // started earlier than this one
 		Cmdline: []string{"sleep", "60"}, Owner: gone, OwnerTicks: 1})
 	writeRecord(t, state, "runtime-b.json", pidRecord{PID: pid, StartTicks: ticks,
@@ -247,15 +247,6 @@ func waitTicks(t *testing.T, pid int) uint64 {
 	}
 	t.Fatalf("process %d never ran sleep", pid)
 	return 0
-}
-
-// deadPID is the PID of a process that has exited and been reaped.
-func deadPID(t *testing.T) int {
-	c := exec.Command("true")
-	if err := c.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return c.Process.Pid
 }
 
 type logBuf struct {

@@ -147,12 +147,12 @@ func (m *Model) restart(ctx context.Context, system string, post *axllm.PostConf
 	m.removeShadow()
 	args, shadow, err := m.commandFor(system, post)
 	if err != nil {
-		m.markDead(err)
+		m.dead.Keep(err)
 		return err
 	}
 	m.shadow = shadow
 	if err := m.start(ctx, args); err != nil {
-		m.markDead(err)
+		m.dead.Keep(err)
 		return err
 	}
 	m.system, m.samp.running, m.dirty = system, post, false

@@ -45,7 +45,15 @@ func (m *model) toolTemplate(req engine.Request) (map[string]any, []engine.Messa
 	if err != nil {
 		return nil, nil, err
 	}
-	return map[string]any{"tools": json.RawMessage(req.Tools.Defs)}, toolcall.Prepare(f, req.Tools, req.Messages), nil
+	vars := map[string]any{"tools": json.RawMessage(req.Tools.Defs)}
+	if b := toolcall.BuiltinTools(f, m.tmpl.Source(), req.Tools.Defs); len(b) > 0 {
+		names := make([]any, len(b))
+		for i, n := range b {
+			names[i] = n
+		}
+		vars["builtin_tools"] = names // Llama 3.1: "Tools: brave_search" in the system turn
+	}
+	return vars, toolcall.Prepare(f, req.Tools, req.Messages), nil
 }
 
 // toolSetup is, for a request offering tools, the special tokens whose

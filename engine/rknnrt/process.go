@@ -38,8 +38,8 @@ type Model struct {
 	exited chan struct{} // closed once the helper is reaped
 	tail   *tailLog
 
-	deadMu  sync.Mutex
-	dead    error
+	dead    engine.FirstError // why the helper can take no more requests
+	exitMu  sync.Mutex        // waitErr
 	waitErr error
 
 	closeOnce sync.Once
@@ -64,25 +64,17 @@ func (m *Model) NewSession() (engine.Session, error) {
 // serve checks it after every request and before reusing an idle model,
 // and loads the chain again (a new helper) when it fails.
 func (m *Model) Alive() error {
-	m.deadMu.Lock()
-	defer m.deadMu.Unlock()
-	if m.dead != nil {
-		return m.dead
+	if err := m.dead.Err(); err != nil {
+		return err
 	}
+	m.exitMu.Lock()
+	defer m.exitMu.Unlock()
 	select {
 	case <-m.exited:
 		return fmt.Errorf("%w (%v); its last output: %s", ErrExited, m.waitErr, m.tail.String())
 	default:
 		return nil
 	}
-}
-
-func (m *Model) markDead(err error) {
-	m.deadMu.Lock()
-	if m.dead == nil {
-		m.dead = err
-	}
-	m.deadMu.Unlock()
 }
 
 // start runs the helper, sends the load frame and waits for ready.
@@ -122,9 +114,9 @@ func (m *Model) start(ctx context.Context) error {
 	go func() {
 		<-logged // Wait closes the pipe: read it to the end first
 		err := cmd.Wait()
-		m.deadMu.Lock()
+		m.exitMu.Lock()
 		m.waitErr = err
-		m.deadMu.Unlock()
+		m.exitMu.Unlock()
 		close(m.exited)
 	}()
 
@@ -208,9 +200,9 @@ func (m *Model) exchange(ctx context.Context, timeout time.Duration, h Header, p
 func (m *Model) ioFailed(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
 		m.waitExit(m.opts.StopTimeout)
-		m.deadMu.Lock()
+		m.exitMu.Lock()
 		werr := m.waitErr
-		m.deadMu.Unlock()
+		m.exitMu.Unlock()
 		err = fmt.Errorf("%w (%v) during the request: %v; its last output: %s", ErrExited, werr, err, m.tail.String())
 	}
 	m.kill(err)
@@ -219,7 +211,7 @@ func (m *Model) ioFailed(err error) error {
 
 // kill ends a helper that stopped answering; the model is dead from now.
 func (m *Model) kill(reason error) {
-	m.markDead(reason)
+	m.dead.Keep(reason)
 	m.signal(syscall.SIGKILL)
 }
 
@@ -261,7 +253,7 @@ func (m *Model) stop() {
 // as the helper's exit.
 func (m *Model) Close() error {
 	m.closeOnce.Do(func() {
-		m.markDead(errors.New("model closed"))
+		m.dead.Keep(errors.New("model closed"))
 		if !m.mu.TryLock() {
 			m.signal(syscall.SIGKILL)
 			m.waitExit(m.opts.StopTimeout)

@@ -89,6 +89,29 @@ var familyOutputs = []struct {
 	{"llama answer that is a python list", Llama, "[1, 2, 3] are the numbers.", "[1, 2, 3] are the numbers.", "", nil},
 	{"llama answer that looks like a call", Llama, "[print(x) for x in range(3)]", "[print(x) for x in range(3)]", "", nil},
 	{"functionary prose with a tag", FunctionaryV31, "Use <function=x y> tags.", "Use <function=x y> tags.", "", nil},
+
+	// Llama 3.1's built-in tools after <|python_tag|> (Meta's prompt
+	// format; llama.cpp's tests/test-chat.cpp), and functionary v3.1's
+	// python tool.
+	{"llama 3.1 brave_search", Llama, `<|python_tag|>brave_search.call(query="weather in Oslo, \"today\"")`,
+		"", "", []want{{"brave_search", `{"query": "weather in Oslo, \"today\""}`}}},
+	{"llama 3.1 wolfram_alpha after text", Llama, "Let me compute that. <|python_tag|>wolfram_alpha.call(query=\"integrate x^2 dx ≈ ∫\")",
+		"Let me compute that.", "", []want{{"wolfram_alpha", `{"query": "integrate x^2 dx ≈ ∫"}`}}},
+	{"llama 3.1 builtin call, JSON values", Llama, `<|python_tag|>python.call(code="print('hey')", timeout=30, quiet=true)`,
+		"", "", []want{{"python", `{"code": "print('hey')", "timeout": 30, "quiet": true}`}}},
+	{"llama 3.1 code_interpreter code", Llama, "<|python_tag|>import math\nprint(math.sqrt(2), \"→ √\")\n",
+		"", "", []want{{"code_interpreter", `{"code": "import math\nprint(math.sqrt(2), \"→ √\")\n"}`}}},
+	{"llama 3.1 code that calls .call", Llama, "<|python_tag|>obj.call(1)",
+		"", "", []want{{"code_interpreter", `{"code": "obj.call(1)"}`}}},
+	{"llama 3.1 JSON call after text and the tag", Llama, `Checking. <|python_tag|>{"name": "get_time", "parameters": {"zone": "CET"}}`,
+		"Checking.", "", []want{{"get_time", `{"zone": "CET"}`}}},
+	{"llama answer mentioning python", Llama, "Use python.call for it: <|python", "Use python.call for it: <|python", "", nil},
+	{"functionary v3.1 python code after text", FunctionaryV31, "Running it.<|python_tag|>print('ok')",
+		"Running it.", "", []want{{"python", `{"code": "print('ok')"}`}}},
+	{"functionary v3.2 text then raw python", FunctionaryV32, "all\nLet me run it.>>>python\nfor i in range(3):\n    print({i: 'é'})\n",
+		"Let me run it.", "", []want{{"python", `{"code": "for i in range(3):\n    print({i: 'é'})\n"}`}}},
+	{"functionary v3.2 python with JSON arguments", FunctionaryV32, "python\n{\"code\": \"print(1)\"}\n>>>get_time\n{\"zone\": \"UTC\"}",
+		"", "", []want{{"python", `{"code": "print(1)"}`}, {"get_time", `{"zone": "UTC"}`}}},
 }
 
 // checkFamilyAnswer compares a parse with the expected answer.

@@ -129,6 +129,8 @@ func (f Format) Markers() []string {
 		return []string{r7bBegin, r7bEnd}
 	case Harmony:
 		return []string{hStart, hChannel, hMessage, hConstrain, hEnd, hCall, hReturn}
+	case Llama, FunctionaryV31: // built-in tools and code (pythontag.go)
+		return []string{pythonTag}
 	}
 	return nil
 }

@@ -60,6 +60,8 @@ const (
 	sClose               // a family's closers after a call or a list of calls
 	sHeader              // harmony: a message's header
 	sPy                  // Llama: a pythonic call list at the answer's start
+	sTag                 // after <|python_tag|>: a call's JSON, a built-in call or code (pythontag.go)
+	sCode                // code after <|python_tag|>: the rest of the answer
 )
 
 // Parser turns a model's answer, pushed as it streams, into text and
@@ -79,6 +81,7 @@ type Parser struct {
 	sent   int  // arguments bytes sent in Args events
 	array  bool // Mistral: the calls are in [ … ]
 	spaces string
+	code   strings.Builder // sCode: the code so far
 	// reasoning: the text being read is reasoning (harmony's analysis).
 	reasoning bool
 	out       []Event
@@ -152,6 +155,9 @@ func (p *Parser) Flush() []Event {
 		}
 		p.text(p.held, true)
 	case sAfter, sItem, sClose: // a closing tag or separator cut short: wrapper, not answer
+	case sCode:
+		p.endCode()
+	case sTag: // only a tag came: wrapper, not answer
 	case sObject:
 		if p.start {
 			p.end(false)
@@ -210,8 +216,7 @@ func (p *Parser) run(final bool) {
 func (p *Parser) step(final bool) {
 	switch p.st {
 	case sPlain:
-		p.text(p.held, false)
-		p.held = ""
+		p.plainStep()
 	case sText:
 		if p.f == Harmony {
 			p.harmonyBody(final)
@@ -226,6 +231,8 @@ func (p *Parser) step(final bool) {
 			p.held = p.held[i+len(m):]
 			p.st, p.array, p.name = sOpen, false, ""
 			switch {
+			case m == pythonTag:
+				p.st = sTag
 			case p.f == MistralArgs:
 				p.st = sName
 			case p.fam != nil && p.fam.head != nil:
@@ -244,7 +251,7 @@ func (p *Parser) step(final bool) {
 		case strings.HasPrefix(t, pythonTag):
 			p.raw.WriteString(p.held[:len(p.held)-len(t)+len(pythonTag)])
 			p.held = t[len(pythonTag):]
-			p.st = sOpen
+			p.st = sTag
 		case t[0] == '{':
 			p.raw.WriteString(p.held[:len(p.held)-len(t)])
 			p.held = t
@@ -288,6 +295,10 @@ func (p *Parser) step(final bool) {
 		p.harmonyHeader(final)
 	case sPy:
 		p.pythonicStep(final)
+	case sTag:
+		p.tagStep(final)
+	case sCode:
+		p.codeStep(final)
 	case sObject:
 		p.objectStep()
 	case sAfter:

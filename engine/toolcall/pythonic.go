@@ -110,44 +110,14 @@ func pyCalls(s string) (calls []pyCall, ok bool) {
 	}
 	for {
 		name := p.ident()
-		if !namePattern.MatchString(name) || !p.eat('(') {
+		if !namePattern.MatchString(name) {
 			return nil, false
 		}
-		args := map[string]json.RawMessage{}
-		var order []string
-		for !p.eat(')') {
-			if len(order) > 0 && !p.eat(',') {
-				return nil, false
-			}
-			if p.eat(')') { // a trailing comma
-				break
-			}
-			key := p.ident()
-			if key == "" || !p.eat('=') {
-				return nil, false
-			}
-			v, ok := p.value()
-			if !ok {
-				return nil, false
-			}
-			if _, dup := args[key]; !dup {
-				order = append(order, key)
-			}
-			args[key] = v
+		args, ok := p.kwargs()
+		if !ok {
+			return nil, false
 		}
-		var b strings.Builder
-		b.WriteByte('{')
-		for i, k := range order {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			kj, _ := json.Marshal(k)
-			b.Write(kj)
-			b.WriteString(": ")
-			b.Write(args[k])
-		}
-		b.WriteByte('}')
-		calls = append(calls, pyCall{name, b.String()})
+		calls = append(calls, pyCall{name, args})
 		if p.eat(']') {
 			return calls, p.rest() == ""
 		}
@@ -155,6 +125,49 @@ func pyCalls(s string) (calls []pyCall, ok bool) {
 			return nil, false
 		}
 	}
+}
+
+// kwargs reads a call's parenthesised keyword arguments, `(key=value,
+// …)`, as a JSON object's text (a key given twice keeps its last value).
+func (p *pyParser) kwargs() (string, bool) {
+	if !p.eat('(') {
+		return "", false
+	}
+	args := map[string]json.RawMessage{}
+	var order []string
+	for !p.eat(')') {
+		if len(order) > 0 && !p.eat(',') {
+			return "", false
+		}
+		if p.eat(')') { // a trailing comma
+			break
+		}
+		key := p.ident()
+		if key == "" || !p.eat('=') {
+			return "", false
+		}
+		v, ok := p.value()
+		if !ok {
+			return "", false
+		}
+		if _, dup := args[key]; !dup {
+			order = append(order, key)
+		}
+		args[key] = v
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range order {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		kj, _ := json.Marshal(k)
+		b.Write(kj)
+		b.WriteString(": ")
+		b.Write(args[k])
+	}
+	b.WriteByte('}')
+	return b.String(), true
 }
 
 func (p *pyParser) ws() {
@@ -184,8 +197,8 @@ func (p *pyParser) ident() string {
 	return p.s[start:p.i]
 }
 
-// value reads one literal: a string, number, True/False/None, list,
-// tuple or dict, as JSON.
+// value reads one literal: a string, number, True/False/None (or JSON's
+// true/false/null), list, tuple or dict, as JSON.
 func (p *pyParser) value() (json.RawMessage, bool) {
 	p.ws()
 	if p.i >= len(p.s) || p.depth >= maxPyDepth {
@@ -209,12 +222,12 @@ func (p *pyParser) value() (json.RawMessage, bool) {
 		p.i++
 	}
 	word := p.s[start:p.i]
-	switch word {
-	case "True":
+	switch word { // Python's literals, and JSON's (Llama 3.1's built-in calls write JSON values)
+	case "True", "true":
 		return json.RawMessage("true"), true
-	case "False":
+	case "False", "false":
 		return json.RawMessage("false"), true
-	case "None":
+	case "None", "null":
 		return json.RawMessage("null"), true
 	}
 	if _, err := strconv.ParseFloat(word, 64); err != nil || strings.ContainsAny(word, "xXnN_") {
@@ -363,11 +376,7 @@ func (p *Parser) pythonicStep(final bool) {
 	}
 	raw := p.held[:end]
 	for _, c := range calls {
-		id := p.f.NewID()
-		p.out = append(p.out, Event{Kind: Start, Index: p.calls, Call: Call{ID: id, Name: c.name}},
-			Event{Kind: Args, Index: p.calls, Text: c.args},
-			Event{Kind: End, Index: p.calls, Call: Call{ID: id, Name: c.name, Arguments: c.args, Raw: raw, Valid: true}})
-		p.calls++
+		p.wholeCall(c.name, c.args, raw)
 	}
 	p.raw.Reset()
 	p.held = p.held[end:]

@@ -117,7 +117,7 @@ func (m *Model) post(ctx context.Context, path string, body []byte, accept strin
 			return nil, ctx.Err()
 		}
 		err = fmt.Errorf("upstream %q unreachable: %w", m.cfg.Name, err)
-		m.markBroken(err)
+		m.broken.Keep(err)
 		return nil, err
 	}
 	return resp, nil

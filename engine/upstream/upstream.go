@@ -163,8 +163,7 @@ type Model struct {
 	logs   *tailBuffer
 	exited chan struct{}
 
-	mu     sync.Mutex
-	broken error
+	broken engine.FirstError // why the upstream can take no more requests
 	once   sync.Once
 }
 
@@ -177,12 +176,10 @@ func (m *Model) BaseURL() string { return m.base }
 // Alive reports whether the upstream can take requests: its process is
 // running and the last request did not fail to reach it.
 func (m *Model) Alive() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.broken != nil {
-		return m.broken
+	if err := m.broken.Err(); err != nil {
+		return err
 	}
-	if m.exited != nil {
+	if m.exited != nil { // set once, before Load returns the model
 		select {
 		case <-m.exited:
 			return fmt.Errorf("upstream %q exited: %s", m.cfg.Name, m.logs.String())
@@ -190,14 +187,6 @@ func (m *Model) Alive() error {
 		}
 	}
 	return nil
-}
-
-func (m *Model) markBroken(err error) {
-	m.mu.Lock()
-	if m.broken == nil {
-		m.broken = err
-	}
-	m.mu.Unlock()
 }
 
 func (m *Model) startChild(port int) error {
@@ -283,7 +272,7 @@ func (m *Model) auth(req *http.Request) {
 // connections.
 func (m *Model) Close() error {
 	m.once.Do(func() {
-		m.markBroken(errors.New("model closed"))
+		m.broken.Keep(errors.New("model closed"))
 		if m.cmd != nil {
 			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
 			select {

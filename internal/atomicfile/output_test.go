@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgectl/edgectl/internal/errkind"
+	"github.com/edgectl/edgectl/internal/testbin"
 )
 
 func writeOutput(t *testing.T, path string, data []byte, stdout io.Writer) (*Output, error) {
@@ -82,32 +83,14 @@ func TestOutputWritesThroughSymlinks(t *testing.T) {
 func TestOutputStreamsIntoAFIFO(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "pipe")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Skip("mkfifo:", err)
-	}
-	got := make(chan []byte, 1)
-	go func() {
-		f, err := os.Open(fifo)
-		if err != nil {
-			got <- nil
-			return
-		}
-		b, _ := io.ReadAll(f)
-		f.Close()
-		got <- b
-	}()
+	read := testbin.FIFO(t, fifo)
 	data := bytes.Repeat([]byte("x"), 1<<20) // more than a pipe buffer
 	o, err := writeOutput(t, fifo, data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case b := <-got:
-		if !bytes.Equal(b, data) || !o.Streaming {
-			t.Fatalf("reader got %d bytes, streaming %v", len(b), o.Streaming)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("reader got nothing")
+	if b := read(10 * time.Second); !bytes.Equal(b, data) || !o.Streaming {
+		t.Fatalf("reader got %d bytes, streaming %v", len(b), o.Streaming)
 	}
 	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
 		t.Fatal("the FIFO was replaced")

@@ -2,11 +2,12 @@ package atomicfile
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/edgectl/edgectl/internal/testbin"
 )
 
 func TestTempNamesCarryOwnerPID(t *testing.T) {
@@ -31,11 +32,7 @@ func TestTempNamesCarryOwnerPID(t *testing.T) {
 // this process, and ordinary files stay.
 func TestCleanStaleRemovesOnlyOrphans(t *testing.T) {
 	dir := t.TempDir()
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Skip("no true(1):", err)
-	}
-	deadPID := strconv.Itoa(dead.ProcessState.Pid())
+	deadPID := strconv.Itoa(testbin.DeadPID(t))
 	orphanFile := filepath.Join(dir, ".out.gguf.edgectl-tmp-"+deadPID+"-111")
 	orphanDir := filepath.Join(dir, ".OUT.edgectl-tmp-"+deadPID+"-222")
 	liveFile := filepath.Join(dir, ".out.gguf.edgectl-tmp-"+strconv.Itoa(os.Getppid())+"-333")
@@ -75,11 +72,8 @@ func TestCleanStaleRemovesOnlyOrphans(t *testing.T) {
 // command cleans up after its own killed runs.
 func TestCleanStaleByName(t *testing.T) {
 	dir := t.TempDir()
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Skip("no true(1):", err)
-	}
-	pid := strconv.Itoa(dead.ProcessState.Pid())
+	dead := testbin.DeadPID(t)
+	pid := strconv.Itoa(dead)
 	mine := filepath.Join(dir, ".m.gguf.edgectl-tmp-"+pid+"-1")
 	htok := filepath.Join(dir, ".m.htok.edgectl-tmp-"+pid+"-2")
 	other := filepath.Join(dir, ".other.gguf.edgectl-tmp-"+pid+"-3")
@@ -103,8 +97,8 @@ func TestCleanStaleByName(t *testing.T) {
 			t.Errorf("TempOf(%q) = %q, %v; want %q", name, base, ok, want)
 		}
 	}
-	if !OwnerAlive(os.Getpid()) || OwnerAlive(dead.ProcessState.Pid()) {
-		t.Errorf("OwnerAlive: self %v, dead child %v", OwnerAlive(os.Getpid()), OwnerAlive(dead.ProcessState.Pid()))
+	if !OwnerAlive(os.Getpid()) || OwnerAlive(dead) {
+		t.Errorf("OwnerAlive: self %v, dead child %v", OwnerAlive(os.Getpid()), OwnerAlive(dead))
 	}
 }
 

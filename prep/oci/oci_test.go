@@ -59,18 +59,9 @@ func buildOut(t *testing.T, dir string) string {
 	return out
 }
 
-func readTree(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	m, err := testmodel.ReadTree(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func sameTree(t *testing.T, a, b string) {
 	t.Helper()
-	ta, tb := readTree(t, a), readTree(t, b)
+	ta, tb := testmodel.ReadTree(t, a), testmodel.ReadTree(t, b)
 	if len(ta) != len(tb) {
 		t.Fatalf("%s has %d files, %s has %d", a, len(ta), b, len(tb))
 	}
@@ -128,7 +119,7 @@ func TestPushPullRoundTrip(t *testing.T) {
 		}
 	}
 	rc.Close()
-	for name, b := range readTree(t, out) {
+	for name, b := range testmodel.ReadTree(t, out) {
 		if !bytes.Equal(exported[name], b) {
 			t.Errorf("crane-style export of %s differs", name)
 		}

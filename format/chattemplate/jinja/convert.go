@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -76,13 +77,8 @@ func valueOf(v any, depth int) (Value, error) {
 		}
 		return out, nil
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		d := NewDict()
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			c, err := valueOf(x[k], depth+1)
 			if err != nil {
 				return nil, err
@@ -91,13 +87,8 @@ func valueOf(v any, depth int) (Value, error) {
 		}
 		return d, nil
 	case map[string]string:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		d := NewDict()
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			d.SetString(k, x[k])
 		}
 		return d, nil

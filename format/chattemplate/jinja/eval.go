@@ -185,6 +185,15 @@ func (e *evaluator) needList(n int) error {
 	return e.charge(16 * n)
 }
 
+// writeValue writes v as {{ v }} prints it.
+func (e *evaluator) writeValue(v Value) error {
+	str, err := e.str(v)
+	if err != nil {
+		return err
+	}
+	return e.write(str)
+}
+
 func (e *evaluator) write(s string) error {
 	o := e.out
 	n := len(o.b) + len(s)
@@ -269,11 +278,7 @@ func (e *evaluator) exec(st stmt, s *scope) (ctrl, error) {
 		if err != nil {
 			return ctrlNone, err
 		}
-		str, err := e.str(v)
-		if err == nil {
-			err = e.write(str)
-		}
-		return ctrlNone, at(n.off, err)
+		return ctrlNone, at(n.off, e.writeValue(v))
 	case *ifStmt:
 		for i, c := range n.conds {
 			v, err := e.eval(c, s)
@@ -314,11 +319,7 @@ func (e *evaluator) exec(st stmt, s *scope) (ctrl, error) {
 		if err != nil {
 			return ctrlNone, err
 		}
-		str, err := e.str(v)
-		if err == nil {
-			err = e.write(str)
-		}
-		return ctrlNone, at(n.off, err)
+		return ctrlNone, at(n.off, e.writeValue(v))
 	case *filterBlockStmt:
 		str, err := e.capture(n.body, newScope(s))
 		if err != nil {
@@ -328,10 +329,7 @@ func (e *evaluator) exec(st stmt, s *scope) (ctrl, error) {
 		if err != nil {
 			return ctrlNone, err
 		}
-		if str, err = e.str(v); err == nil {
-			err = e.write(str)
-		}
-		return ctrlNone, at(n.off, err)
+		return ctrlNone, at(n.off, e.writeValue(v))
 	case *withStmt:
 		inner := newScope(s)
 		vals := make([]Value, len(n.values))
