@@ -17,9 +17,10 @@ type Embedder interface {
 	// Embed returns one vector per input, in order, as the model's own
 	// files define it: pooled (ModelInfo.Pooling) and, where the model
 	// says so (sentence-transformers' Normalize module), L2-normalised.
-	// The APIs that always normalise do so on top (NormalizeL2). Every
-	// input is computed alone, from an empty cache: an input's vector does
-	// not depend on the batch around it.
+	// The APIs that always normalise do so on top (NormalizeL2). An
+	// input's vector does not depend on the batch around it: the CPU
+	// engine runs a decoder's inputs alone, from an empty cache, and packs
+	// an encoder's into shared forwards that give the same bits.
 	Embed(ctx context.Context, req EmbedRequest) (EmbedResult, error)
 }
 

@@ -73,9 +73,10 @@ type LoadOptions struct {
 	Mmap bool
 	// Head is the CPU engine's in-memory LM head: "q4x" (Q4_K blocks, the
 	// top 32 logits re-scored from the float rows: greedy picks the float
-	// head's token), "q4" (4-bit blocks, Q4_K), "q8" (int8 per row),
-	// "float" (as stored), or "" (q4x for ternary models, float otherwise;
-	// EDGECTL_HEAD overrides the default).
+	// head's token), "q3x" and "q2x" (the same on Q3_K and Q2_K blocks,
+	// the top 48 and 192 re-scored), "q4" (4-bit blocks, Q4_K), "q8" (int8
+	// per row), "float" (as stored), or "" (q4x for ternary models, float
+	// otherwise; EDGECTL_HEAD overrides the default).
 	Head string
 }
 

@@ -16,7 +16,12 @@
 # RUNS: embeddings per side per round. THREADS: both sides' threads (default
 # the engine's benchThreads, 2); on a shared host 1 is the steadier
 # comparison, since two threads meeting at every product lose most to other
-# load (llama.cpp's spinning barrier more than the engine).
+# load (llama.cpp's spinning barrier more than the engine). BATCH=1 then
+# also runs the engine's BenchmarkEmbedMiniLMBatch (requests of 64 inputs
+# of 16, 64 and 128 tokens, packed and one at a time) on the same threads.
+# llama.cpp's side stays one input per call: node-llama-cpp's embedding
+# context evaluates one sequence and reads sequence 0's pooled vector
+# (llama/addon/AddonContext.cpp GetEmbedding), so it cannot batch inputs.
 set -euo pipefail
 ROUNDS=${ROUNDS:-4}
 RUNS=${RUNS:-40}
@@ -82,3 +87,8 @@ done
 echo
 echo "==> embeddings/s (128 tokens each), medians over $ROUNDS round(s) of $RUNS; ratio = edgectl / llama.cpp within a round, median; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 node "$HERE/summary.mjs" "$RECORDS"
+if [ "${BATCH:-0}" = 1 ]; then
+	echo
+	echo "==> edgectl, requests of 64 inputs, packed and alone, $THREADS threads, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	(cd "$CPU" && EDGECTL_BENCH_THREADS=$THREADS "$TESTBIN" -test.run '^$' -test.bench '^BenchmarkEmbedMiniLMBatch$' -test.benchtime 3x) | grep -E '^Benchmark|load average'
+fi

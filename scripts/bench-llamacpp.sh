@@ -8,6 +8,8 @@
 # its F16 tied head, the engine using it as stored: the same bytes on both
 # sides), tq2_0-head4 (the same file, the engine on its default head for
 # ternary models: 4-bit with exact candidates, q4x; llama.cpp as in tq2_0),
+# tq2_0-head2 (not in the default list: the same, the engine on the 2-bit
+# head with exact candidates, EDGECTL_HEAD=q2x),
 # q4_k_m, q8_0, f16 (the generated 0.43 B llama,
 # engine/cpu/quant_bench_test.go). llama.cpp comes from npm (node-llama-cpp's
 # prebuilt CPU binaries; node and npm must be installed); it needs a
@@ -46,11 +48,12 @@ file() {
 	case $1 in
 	tq2_0) echo "$BENCH/$VERSION/bitnet2b-tq2_0.gguf TQ2_0F16Head" ;;
 	tq2_0-head4) echo "$BENCH/$VERSION/bitnet2b-tq2_0.gguf TQ2_0" ;;
+	tq2_0-head2) echo "$BENCH/$VERSION/bitnet2b-tq2_0.gguf TQ2_0Q2xHead" ;;
 	q4_k_m) echo "$BENCH/$VERSION/llama0.4b-$GEN-Q4_K_M.gguf LlamaQ4_K_M" ;;
 	q8_0) echo "$BENCH/$VERSION/llama0.4b-$GEN-Q8_0.gguf LlamaQ8_0" ;;
 	f16) echo "$BENCH/$VERSION/llama0.4b-$GEN-F16.gguf LlamaF16" ;;
 	*)
-		echo "bench-llamacpp: unknown file '$1' in MODELS (want tq2_0, tq2_0-head4, q4_k_m, q8_0, f16)" >&2
+		echo "bench-llamacpp: unknown file '$1' in MODELS (want tq2_0, tq2_0-head4, tq2_0-head2, q4_k_m, q8_0, f16)" >&2
 		exit 1
 		;;
 	esac

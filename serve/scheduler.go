@@ -20,7 +20,7 @@ type LaneConfig struct {
 	MaxLoaded int    `json:"max_loaded,omitempty"` // 0: bounded by memory only
 	Threads   int    `json:"threads,omitempty"`    // CPU lane: threads per model (0: all cores)
 	Mmap      bool   `json:"mmap,omitempty"`       // CPU lane: serve weights from the file mapping (see engine.LoadOptions)
-	Head      string `json:"head,omitempty"`       // CPU lane: LM head as "q4x", "q4", "q8" or "float" ("" auto)
+	Head      string `json:"head,omitempty"`       // CPU lane: LM head as "q4x", "q3x", "q2x", "q4", "q8" or "float" ("" auto)
 	Context   int    `json:"ctx,omitempty"`        // CPU lane: KV context per model (0: the model's own, bounded by memory)
 	// ChatFallback renders chat for models without a chat template with a
 	// plain "Role: text" template (the CPU lane); lanes whose backend

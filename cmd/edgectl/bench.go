@@ -78,7 +78,7 @@ states the rules).`,
 	f.IntVar(&opts.Threads, "threads", 0, "CPU threads for the engine and the bandwidth probe (0: all cores)")
 	f.IntVar(&opts.Context, "ctx", 0, "context window in tokens (0: the model's own, bounded by memory); perplexity windows are this long")
 	f.BoolVar(&opts.Mmap, "mmap", false, "serve weights from the file mapping instead of copying them into memory")
-	f.StringVar(&opts.Head, "head", "", "LM head in memory: q4x, q4, q8 or float (default: q4x for ternary models)")
+	f.StringVar(&opts.Head, "head", "", "LM head in memory: q4x, q3x, q2x, q4, q8 or float (default: q4x for ternary models)")
 	f.StringVar(&opts.Perplexity, "perplexity", "", "report the perplexity of this text file instead of timing")
 	f.StringVar(&opts.URL, "url", "", "benchmark the server at this base URL instead of a model file")
 	f.StringVar(&opts.Name, "model", "", "with --url: the model's name on the server")

@@ -93,7 +93,7 @@ the answer comes from there, printed the same way; --threads, --mmap and
 	f.IntVar(&opts.Context, "ctx", 0, "context window in tokens (0: the model's own, bounded by memory)")
 	f.IntVar(&opts.Threads, "threads", 0, "CPU threads (0: all cores)")
 	f.BoolVar(&opts.Mmap, "mmap", false, "serve weights from the file mapping instead of copying them into memory")
-	f.StringVar(&opts.Head, "head", "", "LM head in memory: q4x, q4, q8 or float (default: q4x for ternary models)")
+	f.StringVar(&opts.Head, "head", "", "LM head in memory: q4x, q3x, q2x, q4, q8 or float (default: q4x for ternary models)")
 	f.StringVar(&opts.Host, "host", "", "answer through the server at this address: HOST, HOST:PORT, :PORT or http(s)://HOST:PORT (env EDGECTL_HOST)")
 	f.StringVar(&opts.APIKey, "api-key", "", "with --host: the server's API key (env EDGECTL_API_KEY)")
 	return cmd

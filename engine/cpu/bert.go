@@ -14,8 +14,9 @@ import (
 // position + token-type embeddings, a LayerNorm, then post-LayerNorm
 // blocks — x = LN(x + Attn(x)), x = LN(x + W2·GELU(W1·x)) — with biases on
 // every product, bidirectional attention over the input's own tokens, and
-// GELU in its exact (erf) form. Each input runs alone, so no padding and
-// no mask: every position is a real token.
+// GELU in its exact (erf) form. Several inputs run as one pack
+// (bert_pack.go), each attending only to its own tokens: no padding, no
+// mask, every position a real token.
 
 // encoder holds what a BERT model has beyond the decoder's model struct
 // (whose pool, kernels, tokenizer, memory and lifetime it shares).
@@ -34,8 +35,12 @@ type bertLayer struct {
 }
 
 // bertModel is the engine.Model of an encoder: the decoder's model for
-// weights, threads and lifetime, with encoder-only behaviour.
-type bertModel struct{ m *model }
+// weights, threads and lifetime, with encoder-only behaviour. packTokens
+// is its pack budget (embedPackTokens; tests set smaller ones).
+type bertModel struct {
+	m          *model
+	packTokens int
+}
 
 var (
 	_ engine.Model    = (*bertModel)(nil)
@@ -60,94 +65,7 @@ func (b *bertModel) Embed(ctx context.Context, req engine.EmbedRequest) (engine.
 	if m.closed {
 		return engine.EmbedResult{}, errModelClosed
 	}
-	return embedBatch(ctx, m.info.Name, m.tok, m.arch.ctx, m.arch.vocab, m.pooling, req, b.embedIDs)
-}
-
-// embedIDs runs one input through the encoder and pools its last layer.
-func (b *bertModel) embedIDs(ctx context.Context, ids []int) ([]float32, error) {
-	m, ar, enc := b.m, &b.m.arch, b.m.enc
-	n, H, F := len(ids), ar.hidden, ar.ffn
-	x := make([]float32, n*H)
-	row := make([]float32, H)
-	for t, id := range ids {
-		xt := x[t*H : (t+1)*H]
-		m.w.embed.row(id, xt)
-		enc.pos.row(t, row)
-		addTo(xt, row)
-		enc.typ.row(0, row) // one segment: token type 0
-		addTo(xt, row)
-		layerNorm(xt, enc.normW, enc.normB, ar.eps)
-	}
-	q, k, v := make([]float32, n*H), make([]float32, n*H), make([]float32, n*H)
-	att, out, h := make([]float32, n*H), make([]float32, n*H), make([]float32, n*F)
-	a := &acts{kern: m.kern}
-	for l := range enc.layers {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		L := &enc.layers[l]
-		a.reset(n, H)
-		copy(a.f, x)
-		m.matmulN(a, []output{{q, H}, {k, H}, {v, H}}, L.q, L.k, L.v)
-		addBias(q, L.qb, n)
-		addBias(k, L.kb, n)
-		addBias(v, L.vb, n)
-		b.attend(att, q, k, v, n)
-		b.dense(a, out, att, L.o, L.ob, n)
-		b.residualNorm(x, out, L.attnNormW, L.attnNormB, n)
-		b.dense(a, h, x, L.up, L.upb, n)
-		m.pool.parallel(n*F, 256, func(lo, hi int) { geluErfRows(m.kern, h[lo:hi]) })
-		b.dense(a, out, h, L.down, L.downb, n)
-		b.residualNorm(x, out, L.outNormW, L.outNormB, n)
-	}
-	p := newPooler(m.pooling.rule, H, n)
-	for t := range n {
-		p.add(t, x[t*H:(t+1)*H])
-	}
-	return p.vector(), nil
-}
-
-// dense is out = W·in + bias for each of n positions.
-func (b *bertModel) dense(a *acts, out, in []float32, w linear, bias []float32, n int) {
-	a.reset(n, w.cols())
-	copy(a.f, in)
-	b.m.matmul(out, w, a)
-	addBias(out, bias, n)
-}
-
-// residualNorm is x = LayerNorm(x + out) at each of n positions.
-func (b *bertModel) residualNorm(x, out, w, bias []float32, n int) {
-	H := b.m.arch.hidden
-	for t := range n {
-		xt := x[t*H : (t+1)*H]
-		addTo(xt, out[t*H:(t+1)*H])
-		layerNorm(xt, w, bias, b.m.arch.eps)
-	}
-}
-
-// attend is bidirectional multi-head attention: each query position
-// attends to every position of the input, split across cores by (head,
-// query) pairs, on the decoder's dot, softmax and axpy kernels.
-func (b *bertModel) attend(dst, q, k, v []float32, n int) {
-	ar, kern := &b.m.arch, b.m.kern
-	H, hd := ar.hidden, ar.headDim
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	b.m.pool.parallel(ar.heads*n, 1, func(lo, hi int) {
-		sc := make([]float32, n)
-		for job := lo; job < hi; job++ {
-			h, t := job/n, job%n
-			qt := q[t*H+h*hd : t*H+(h+1)*hd]
-			for p := range n {
-				sc[p] = kern.dotF32(qt, k[p*H+h*hd:p*H+(h+1)*hd]) * scale
-			}
-			sum := kern.expSubSum(sc, kern.maxF32(sc))
-			o := dst[t*H+h*hd : t*H+(h+1)*hd]
-			clear(o)
-			for p := range n {
-				kern.axpyF32(sc[p]/sum, v[p*H+h*hd:p*H+(h+1)*hd], o)
-			}
-		}
-	})
+	return embedBatch(ctx, m.info.Name, m.tok, m.arch.ctx, m.arch.vocab, m.pooling, req, b.packTokens, b.embedPack)
 }
 
 func addTo(dst, x []float32) {

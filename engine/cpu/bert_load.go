@@ -269,7 +269,7 @@ func (m *model) encoderModel() engine.Model {
 	m.info.Parameters, m.info.SizeBytes = params, size
 	m.info.EmbedOnly = true
 	m.info.ChatTemplate = ""
-	return &bertModel{m}
+	return &bertModel{m: m, packTokens: embedPackTokens}
 }
 
 // ownRows copies a float matrix out of the file mapping into the model's

@@ -42,6 +42,17 @@ func miniLMGGUF(b *testing.B) string {
 	return p
 }
 
+// embedBenchThreads is benchThreads, or EDGECTL_BENCH_THREADS: the
+// script's THREADS=1 run, which a shared host's other load disturbs less
+// than two threads meeting at every product (llama.cpp's spinning barrier
+// most of all).
+func embedBenchThreads() int {
+	if v, err := strconv.Atoi(os.Getenv("EDGECTL_BENCH_THREADS")); err == nil && v > 0 {
+		return v
+	}
+	return benchThreads
+}
+
 // miniLMInput is the benchmark's one input: 128 token ids, [CLS] … [SEP].
 // scripts/llamacpp-peer/embed.mjs builds the same ids.
 func miniLMInput() []int {
@@ -64,13 +75,7 @@ func miniLMInput() []int {
 //	go test -run '^$' -bench EmbedMiniLMGGUF ./engine/cpu
 func BenchmarkEmbedMiniLMGGUF(b *testing.B) {
 	p := miniLMGGUF(b)
-	// EDGECTL_BENCH_THREADS: the script's THREADS=1 run, which a shared
-	// host's other load disturbs less than two threads meeting at every
-	// product (llama.cpp's spinning barrier most of all).
-	threads := benchThreads
-	if v, err := strconv.Atoi(os.Getenv("EDGECTL_BENCH_THREADS")); err == nil && v > 0 {
-		threads = v
-	}
+	threads := embedBenchThreads()
 	m, err := New().Load(context.Background(), p, engine.LoadOptions{Threads: threads, ContextLength: miniLM.MaxPos})
 	if err != nil {
 		b.Fatal(err)

@@ -171,12 +171,19 @@ func loadEngineModel(t *testing.T, path string) engine.Model {
 	return m
 }
 
-func TestBertEmbeddingMatchesFloat64Reference(t *testing.T) {
+// smallBert is the fidelity tests' encoder (hidden 48, 4 heads, 2 layers,
+// a few words) with its GGUF beside, pooled as asked (cls normalised).
+func smallBert(t *testing.T, pooling string, maxPos int, seed uint64) (testmodel.BertSpec, string) {
 	words := []string{"hello", "world", "the", "cat", "sat", "on", "mat", "edge", "device"}
+	spec := testmodel.BertSpec{Hidden: 48, Heads: 4, Layers: 2, MaxPos: maxPos, Words: words, Pooling: pooling, Normalize: pooling == engine.PoolCLS, Seed: seed}
+	spec.GGUF = filepath.Join(t.TempDir(), "enc.gguf")
+	dir, _ := genBert(t, spec)
+	return spec, dir
+}
+
+func TestBertEmbeddingMatchesFloat64Reference(t *testing.T) {
 	for _, pooling := range []string{engine.PoolMean, engine.PoolCLS} {
-		spec := testmodel.BertSpec{Hidden: 48, Heads: 4, Layers: 2, MaxPos: 80, Words: words, Pooling: pooling, Normalize: pooling == engine.PoolCLS, Seed: 7}
-		spec.GGUF = filepath.Join(t.TempDir(), "enc.gguf")
-		dir, _ := genBert(t, spec)
+		spec, dir := smallBert(t, pooling, 80, 7)
 		m := loadEngineModel(t, dir)
 		info := m.Info()
 		if !info.Embeds || !info.EmbedOnly || info.Pooling != pooling || info.EmbedNormalized != spec.Normalize || info.Architecture != "bert" || info.EmbedLength != 48 {

@@ -11,64 +11,108 @@ import (
 
 // engine.Embedder on decoder checkpoints: the final-norm hidden state of
 // every position (no LM head), pooled as the model's files say
-// (embed_pooling.go), each input alone in a fresh cache.
+// (embed_pooling.go), each input alone in a fresh cache (BERT encoders
+// pack several inputs into one forward: bert_pack.go).
 
 var _ engine.Embedder = (*model)(nil)
 
+// embedPack embeds a pack of fitted inputs (token ids within the
+// vocabulary and the context), one vector per input, in order.
+type embedPack func(ctx context.Context, pack [][]int) ([][]float32, error)
+
 // embedBatch is the loop every CPU model's Embed runs: each input
-// tokenized (or taken as ids), fitted to the context, and embedded alone
-// by one; the pooled vector normalised when the model's files ask.
+// tokenized (or taken as ids) and fitted to the context, then embedded in
+// packs of consecutive inputs by run; the pooled vector normalised when
+// the model's files ask. A pack holds inputs while their tokens total at
+// most packTokens; an input longer than that (the context bounds it) is
+// a pack of its own, so packTokens ≤ 0 embeds each input alone. Packs run
+// one after another: memory follows the largest pack, not the batch.
 func embedBatch(ctx context.Context, name string, tok *tokenizer.Tokenizer, ctxLen, vocab int, spec poolSpec,
-	req engine.EmbedRequest, one func(ctx context.Context, ids []int) ([]float32, error)) (engine.EmbedResult, error) {
+	req engine.EmbedRequest, packTokens int, run embedPack) (engine.EmbedResult, error) {
 	start := time.Now()
 	var res engine.EmbedResult
 	if spec.err != nil {
 		return res, fmt.Errorf("%w: %s cannot embed: %w", engine.ErrInvalidRequest, name, spec.err)
 	}
+	var pack [][]int
+	packed := 0
+	flush := func() error {
+		if len(pack) == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		vs, err := run(ctx, pack)
+		if err != nil {
+			return err
+		}
+		for j, v := range vs {
+			if spec.normalize {
+				if err := engine.NormalizeL2(v); err != nil {
+					return err
+				}
+			}
+			res.Embeddings = append(res.Embeddings, v)
+			res.Tokens = append(res.Tokens, len(pack[j]))
+			res.PromptTokens += len(pack[j])
+			if req.Progress != nil {
+				req.Progress(len(res.Embeddings))
+			}
+		}
+		pack, packed = pack[:0], 0
+		return nil
+	}
 	for i, in := range req.Inputs {
-		ids := in.Tokens
-		if ids == nil {
-			if tok == nil {
-				return res, fmt.Errorf("%w: model %s has no tokenizer (put tokenizer.json beside it), so it embeds token arrays only", engine.ErrInvalidRequest, name)
-			}
-			var err error
-			if ids, err = tok.EncodeContext(ctx, in.Text, true); err != nil {
-				return res, err
-			}
-		}
-		if len(ids) == 0 {
-			return res, fmt.Errorf("%w: input %d is empty: nothing to embed (it has no tokens)", engine.ErrInvalidRequest, i)
-		}
-		for _, id := range ids {
-			if id < 0 || id >= vocab {
-				return res, fmt.Errorf("%w: input %d holds token id %d, outside %s's vocabulary of %d", engine.ErrInvalidRequest, i, id, name, vocab)
-			}
-		}
-		if len(ids) > ctxLen {
-			if !req.Truncate {
-				return res, fmt.Errorf("%w: input %d is %d tokens and %s's context is %d tokens; shorten it (or ask for truncation: Ollama's truncate, the default of /api/embed)",
-					engine.ErrContextFull, i, len(ids), name, ctxLen)
-			}
-			ids = truncateIDs(ids, ctxLen, tok)
-		}
-		v, err := one(ctx, ids)
+		ids, err := fitEmbedInput(ctx, name, tok, ctxLen, vocab, req.Truncate, i, in)
 		if err != nil {
 			return res, err
 		}
-		if spec.normalize {
-			if err := engine.NormalizeL2(v); err != nil {
+		if len(pack) > 0 && packed+len(ids) > packTokens {
+			if err := flush(); err != nil {
 				return res, err
 			}
 		}
-		res.Embeddings = append(res.Embeddings, v)
-		res.Tokens = append(res.Tokens, len(ids))
-		res.PromptTokens += len(ids)
-		if req.Progress != nil {
-			req.Progress(i + 1)
-		}
+		pack = append(pack, ids)
+		packed += len(ids)
+	}
+	if err := flush(); err != nil {
+		return res, err
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// fitEmbedInput is input i's token ids: tokenized (or taken as given),
+// checked against the vocabulary, and fitted to the context.
+func fitEmbedInput(ctx context.Context, name string, tok *tokenizer.Tokenizer, ctxLen, vocab int, truncate bool,
+	i int, in engine.EmbedInput) ([]int, error) {
+	ids := in.Tokens
+	if ids == nil {
+		if tok == nil {
+			return nil, fmt.Errorf("%w: model %s has no tokenizer (put tokenizer.json beside it), so it embeds token arrays only", engine.ErrInvalidRequest, name)
+		}
+		var err error
+		if ids, err = tok.EncodeContext(ctx, in.Text, true); err != nil {
+			return nil, err
+		}
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%w: input %d is empty: nothing to embed (it has no tokens)", engine.ErrInvalidRequest, i)
+	}
+	for _, id := range ids {
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("%w: input %d holds token id %d, outside %s's vocabulary of %d", engine.ErrInvalidRequest, i, id, name, vocab)
+		}
+	}
+	if len(ids) > ctxLen {
+		if !truncate {
+			return nil, fmt.Errorf("%w: input %d is %d tokens and %s's context is %d tokens; shorten it (or ask for truncation: Ollama's truncate, the default of /api/embed)",
+				engine.ErrContextFull, i, len(ids), name, ctxLen)
+		}
+		ids = truncateIDs(ids, ctxLen, tok)
+	}
+	return ids, nil
 }
 
 // truncateIDs keeps the first n tokens; a final special token (BERT's
@@ -89,7 +133,22 @@ func (m *model) Embed(ctx context.Context, req engine.EmbedRequest) (engine.Embe
 	if m.closed {
 		return engine.EmbedResult{}, errModelClosed
 	}
-	return embedBatch(ctx, m.info.Name, m.tok, m.arch.ctx, m.arch.vocab, m.pooling, req, m.embedIDs)
+	return embedBatch(ctx, m.info.Name, m.tok, m.arch.ctx, m.arch.vocab, m.pooling, req, 0, m.embedEach)
+}
+
+// embedEach embeds a decoder's pack one input at a time (embedBatch's
+// packs of one: the decoder's forward runs one sequence through its
+// cache, so inputs are not packed).
+func (m *model) embedEach(ctx context.Context, pack [][]int) ([][]float32, error) {
+	out := make([][]float32, len(pack))
+	for i, ids := range pack {
+		v, err := m.embedIDs(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // embedIDs runs ids from an empty cache, in prefill chunks as Generate

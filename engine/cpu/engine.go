@@ -148,7 +148,7 @@ func (m *model) weightBytes() int64 {
 	if m.w.head == nil { // an encoder (bert_load.go sizes its own)
 		return n
 	}
-	return n + m.w.head.size()
+	return n + m.w.head.size() + m.w.exact.bytes() // the candidates' float rows (head4x.go)
 }
 
 // quantization summarizes the layer matrices' packing for ModelInfo.

@@ -36,7 +36,7 @@ func benchHeadRows(b *testing.B) *floatRows {
 // on all cores, as a load does.
 func BenchmarkQuantizeHead(b *testing.B) {
 	f := benchHeadRows(b)
-	for _, form := range []string{"q8", "q4"} {
+	for _, form := range []string{"q8", "q4", "q3x", "q2x"} {
 		b.Run(form, func(b *testing.B) {
 			b.SetBytes(int64(len(f.raw)))
 			cpu0 := cpuTime()
@@ -53,13 +53,14 @@ func BenchmarkQuantizeHead(b *testing.B) {
 
 // BenchmarkKernelHead times the head's product for one token (decode),
 // activation quantization included, in GB/s of head bytes: the int8 head,
-// the 4-bit one (Q4_K) and the other 4.5-bit candidates, in one run so
-// that they share the machine's state.
+// the 4-bit one (Q4_K), the other 4.5-bit candidates, and the 3- and
+// 2-bit sketches (q3x, q2x: Q3_K, Q2_K, without their re-scoring), in one
+// run so that they share the machine's state.
 func BenchmarkKernelHead(b *testing.B) {
 	f := benchHeadRows(b)
 	m := &model{pool: newPool(benchThreads), kern: hostKernels(b)}
 	defer m.pool.close()
-	for _, form := range []string{"q8", "q4", "Q4_0", "IQ4_NL"} {
+	for _, form := range []string{"q8", "q4", "Q4_0", "IQ4_NL", "q3x", "q2x"} {
 		b.Run(form, func(b *testing.B) {
 			mem := &arena{}
 			defer mem.Close()
@@ -67,7 +68,7 @@ func BenchmarkKernelHead(b *testing.B) {
 			switch form {
 			case "Q4_0", "IQ4_NL":
 				typ := map[string]gguf.Type{"Q4_0": gguf.TypeQ4_0, "IQ4_NL": gguf.TypeIQ4_NL}[form]
-				q, err := quantizeHead4(f, typ, mem)
+				q, err := quantizeBlockHead(f, typ, mem)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -111,7 +112,9 @@ func BenchmarkLoadTQ2_0Heads(b *testing.B) {
 }
 
 // BenchmarkQuantRowQ4K compares the head's Q4_K quantizer with
-// gguf.Quantize (the rule it reproduces) on one core, per BitNet-2B row.
+// gguf.Quantize (the rule it reproduces) on one core, per BitNet-2B row,
+// and times the 3- and 2-bit heads' quantizers (their trial steps) beside
+// gguf's rules for the same types.
 func BenchmarkQuantRowQ4K(b *testing.B) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	x := make([]float32, 2560)
@@ -119,15 +122,20 @@ func BenchmarkQuantRowQ4K(b *testing.B) {
 		x[i] = float32(0.05 * rng.NormFloat64())
 	}
 	dst := make([]byte, 10*144)
-	b.Run("gguf", func(b *testing.B) {
-		for range b.N {
-			q, _ := gguf.Quantize(gguf.TypeQ4_K, x)
-			copy(dst, q)
-		}
-	})
-	b.Run("head", func(b *testing.B) {
-		for range b.N {
-			quantRowQ4K(x, dst)
-		}
-	})
+	for _, c := range []struct {
+		typ  gguf.Type
+		head func([]float32, []byte)
+	}{{gguf.TypeQ4_K, quantRowQ4K}, {gguf.TypeQ3_K, quantRowQ3K}, {gguf.TypeQ2_K, quantRowQ2K}} {
+		b.Run(c.typ.String()+"/gguf", func(b *testing.B) {
+			for range b.N {
+				q, _ := gguf.Quantize(c.typ, x)
+				copy(dst, q)
+			}
+		})
+		b.Run(c.typ.String()+"/head", func(b *testing.B) {
+			for range b.N {
+				c.head(x, dst)
+			}
+		})
+	}
 }

@@ -132,25 +132,28 @@ func TestHead4GreedyMatchesInt8(t *testing.T) {
 }
 
 // TestHeadForms: with no head asked, a ternary model gets ternaryHead and
-// a float one keeps its float head; EDGECTL_HEAD=q4 gives a ternary model
-// the Q4_K head, LoadOptions.Head q4 a float model too (Q4_0 for
-// TinyStories' rows of 128, which do not fill a super-block), and
-// TinyStories still tells its story with it; other values are refused.
+// a float one keeps its float head; EDGECTL_HEAD=q4, q3x and q2x give a
+// ternary model the Q4_K, Q3_K and Q2_K heads, LoadOptions.Head q4 a
+// float model too (Q4_0 for TinyStories' rows of 128, which do not fill
+// a super-block), and TinyStories still tells its story with it; other
+// values are refused.
 func TestHeadForms(t *testing.T) {
 	setCPUVars(t, nil)
 	spec := bitnetSpec{hidden: 256, ffn: 512, layers: 1, heads: 4, kv: 2, vocab: 512, seed: 3}
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	must(t, spec.writeGGUF(path, gguf.TypeTQ2_0))
-	want := map[string]string{"q4x": "Q4_K", "q4": "Q4_K", "q8": "Q8"}[ternaryHead]
+	want := map[string]string{"q4x": "Q4_K", "q3x": "Q3_K", "q2x": "Q2_K", "q4": "Q4_K", "q8": "Q8"}[ternaryHead]
 	if f := loadModel(t, path).w.head.format(); f != want {
 		t.Errorf("ternary model's default head: %s, want %s", f, want)
 	}
 	if f := loadModel(t, tinyStories).w.head.format(); f != "F32" {
 		t.Errorf("float model's default head: %s, want F32", f)
 	}
-	t.Setenv("EDGECTL_HEAD", "q4")
-	if f := loadModel(t, path).w.head.format(); f != "Q4_K" {
-		t.Errorf("EDGECTL_HEAD=q4 on a ternary model: head %s, want Q4_K", f)
+	for head, want := range map[string]string{"q4": "Q4_K", "q3x": "Q3_K", "q2x": "Q2_K"} {
+		t.Setenv("EDGECTL_HEAD", head)
+		if f := loadModel(t, path).w.head.format(); f != want {
+			t.Errorf("EDGECTL_HEAD=%s on a ternary model: head %s, want %s", head, f, want)
+		}
 	}
 	setCPUVars(t, nil)
 	em, err := New().Load(t.Context(), tinyStories, engine.LoadOptions{Head: "q4"})
@@ -259,7 +262,7 @@ func TestHead4TypeChoice(t *testing.T) {
 	errs := map[string]float64{}
 	for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeIQ4_NL, gguf.TypeQ4_K} {
 		mem := &arena{}
-		q, err := quantizeHead4(f, typ, mem)
+		q, err := quantizeBlockHead(f, typ, mem)
 		must(t, err)
 		a := &acts{kern: m.kern}
 		out := make([]float32, f.r)
@@ -373,4 +376,67 @@ func TestQuantRowQ4KIsGGUFs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHeadQuantizersFit: the 2- and 3-bit heads' quantizers write blocks
+// gguf.Dequantize reads (the layouts the kernels multiply), and their
+// squared error against the row is below gguf.Quantize's rule on every
+// kind of row — per row on normal values, where the trial steps always
+// find a better fit, and never more than 1% above it on the others —
+// logged as the ratio of the errors.
+func TestHeadQuantizersFit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	gens := map[string]func(i int) float32{
+		"normal":   func(int) float32 { return float32(0.05 * rng.NormFloat64()) },
+		"positive": func(int) float32 { return float32(math.Abs(rng.NormFloat64())) + 0.5 },
+		"negative": func(int) float32 { return -float32(math.Abs(rng.NormFloat64())) - 0.5 },
+		"constant": func(int) float32 { return 0.25 },
+		"zero":     func(int) float32 { return 0 },
+		"outlier": func(i int) float32 {
+			if i%97 == 0 {
+				return 40
+			}
+			return float32(rng.NormFloat64() * 0.01)
+		},
+	}
+	for _, c := range []struct {
+		typ   gguf.Type
+		quant func(x []float32, dst []byte)
+	}{{gguf.TypeQ2_K, quantRowQ2K}, {gguf.TypeQ3_K, quantRowQ3K}} {
+		for name, gen := range gens {
+			var ours, theirs float64
+			for range 20 {
+				x := make([]float32, 1024)
+				for i := range x {
+					x[i] = gen(i)
+				}
+				got := make([]byte, c.typ.RowSize(int64(len(x))))
+				c.quant(x, got)
+				ref, err := gguf.Quantize(c.typ, x)
+				must(t, err)
+				e, eRef := dequantErr(t, c.typ, got, x), dequantErr(t, c.typ, ref, x)
+				if e > eRef*1.01 || name == "normal" && !(e < eRef) {
+					t.Fatalf("%s %s: squared error %.4g, gguf.Quantize's %.4g", c.typ, name, e, eRef)
+				}
+				ours, theirs = ours+e, theirs+eRef
+			}
+			if theirs > 0 {
+				t.Logf("%s %-8s: squared error %.3f of gguf.Quantize's", c.typ, name, ours/theirs)
+			}
+		}
+	}
+}
+
+func dequantErr(t *testing.T, typ gguf.Type, b []byte, x []float32) float64 {
+	t.Helper()
+	y := make([]float32, len(x))
+	must(t, gguf.Dequantize(typ, b, y))
+	var e float64
+	for i, v := range x {
+		if math.IsNaN(float64(y[i])) || math.IsInf(float64(y[i]), 0) {
+			t.Fatalf("%s: element %d dequantizes to %v", typ, i, y[i])
+		}
+		e += (float64(v) - float64(y[i])) * (float64(v) - float64(y[i]))
+	}
+	return e
 }

@@ -2,16 +2,18 @@ package cpu
 
 import "math"
 
-// The 4-bit head with exact candidates (head form "q4x"). The Q4_K head
-// (head4.go) reads 185 MB a BitNet-2B token against the int8 head's 328,
-// but its logits lie up to ~10% of their range from the float head's, so
-// its greedy text parts from the float head's within 0–25 tokens on the
-// fixtures. Which token wins is decided among a few: the float head's
-// argmax lies within the 4-bit head's first few ranks (measured, see
-// head4xCandidates). So q4x computes every logit with the Q4_K head, takes its top
-// head4xCandidates, and recomputes just those rows exactly from the float
-// rows with the float head's own kernels (the same floatRows.mul, on the
-// same activations: bit for bit the float head's logits). K rows of
+// The block heads with exact candidates (head forms "q4x", "q3x", "q2x";
+// this comment tells q4x's case, the others differ in their sketch's type
+// and K). The Q4_K head (head4.go) reads 185 MB a BitNet-2B token
+// against the int8 head's 328, but its logits lie up to ~10% of their
+// range from the float head's, so its greedy text parts from the float
+// head's within 0–25 tokens on the fixtures. Which token wins is decided
+// among a few: the float head's argmax lies within the 4-bit head's first
+// few ranks (measured, see head4xCandidates). So q4x computes every logit
+// with the Q4_K head, takes its top head4xCandidates, and recomputes just
+// those rows exactly from the float rows with the float head's own
+// kernels (the same floatRows.mul, on the same activations: bit for bit
+// the float head's logits). K rows of
 // BitNet-2B's F16 head are 32 × 5 KB = 164 KB a token, 0.1% of the 4-bit
 // head's bytes.
 //
@@ -45,11 +47,38 @@ import "math"
 // back in from the page cache): 135, 166 and 235 µs for K = 16, 32, 64.
 const head4xCandidates = 32
 
+// head3xCandidates and head2xCandidates are q3x's and q2x's K, chosen
+// with at least q4x's margin (K over the worst rank + 1: q4x 32/5 = 6.4 on
+// the fixtures, 32/6 = 5.3 on the generated BitNet-2B). The float
+// argmax's worst rank in the Q3_K sketch: 8 over ~1100 fixture positions
+// (TestHead4xGreedyMatchesFloat), 7 over 200 BitNet-2B positions
+// (BenchmarkHead4xRescore): 48 leaves 5.3× and 6×. In the Q2_K sketch: 34
+// and 24 (median 0 and 1): 192 leaves 5.5× and 7.7×. Re-scoring costs
+// ~0.25 ms a BitNet-2B token at K = 48, ~0.5–0.6 ms at 160–192 (load
+// average ~4), and K rows of 5 KB are read.
+const (
+	head3xCandidates = 48
+	head2xCandidates = 192
+)
+
+// maxCandidates is the largest K rescore takes (its arrays): twice the
+// largest of blockHeads', for the benchmarks.
+const maxCandidates = 2 * head2xCandidates
+
 // exactHead re-scores the 4-bit head's top k logits against the float
 // rows f.
 type exactHead struct {
 	f *floatRows
 	k int
+}
+
+// bytes is what the re-scoring reads a token: k float rows (the top-k
+// pass reads the logits, not weights).
+func (h *exactHead) bytes() int64 {
+	if h == nil || h.f.r == 0 {
+		return 0
+	}
+	return int64(h.k) * int64(len(h.f.raw)/h.f.r)
 }
 
 // rescore overwrites the k largest of logits (one token's, from the 4-bit
@@ -59,9 +88,10 @@ func (h *exactHead) rescore(kern *kernels, logits, x []float32) {
 	if h == nil || len(logits) == 0 {
 		return
 	}
-	var idx [head4xCandidates]int32
-	var val [head4xCandidates]float32
-	n := topLogits(logits, idx[:min(h.k, head4xCandidates)], val[:min(h.k, head4xCandidates)])
+	var idx [maxCandidates]int32
+	var val [maxCandidates]float32
+	k := min(h.k, maxCandidates)
+	n := topLogits(logits, idx[:k], val[:k])
 	if n == 0 {
 		return
 	}

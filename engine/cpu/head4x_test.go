@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/edgectl/edgectl/engine"
@@ -50,25 +51,36 @@ func loadHead(t *testing.T, path, head string) *model {
 	return em.(*model)
 }
 
-// TestHead4xGreedyMatchesFloat is the evidence for ternaryHead = "q4x":
-// on every fixture the q4x head's 64 greedy tokens are the float head's
-// (the int8 head's and plain q4's are logged: they part from the float
-// head's). The same model with K forced to 1 decodes plain q4's tokens,
-// which part from the float head's on some fixture: the candidates, not
-// the 4-bit head, make the text exact. Along the float head's text and
-// along texts sampled from it at temperature 1, the rank of the float
-// head's argmax in the 4-bit head's ordering is measured: it must stay
-// under head4xCandidates/4, the margin K was chosen with.
+// candidateForms are the head forms with exact candidates, smallest
+// sketch last.
+var candidateForms = []string{"q4x", "q3x", "q2x"}
+
+// rankMargin is how far under K the float head's argmax must rank in a
+// sketch's order on the fixtures: K was chosen as rankMargin × the worst
+// rank measured (plus one).
+const rankMargin = 4
+
+// TestHead4xGreedyMatchesFloat is the evidence for ternaryHead: on every
+// fixture the greedy tokens (64) of each form with exact candidates
+// (q4x, q3x, q2x) are the float head's (the int8 head's and plain q4's
+// are logged: they part from the float head's). The same model with K
+// forced to 1 decodes its sketch's plain tokens (the model without
+// candidates), which part from the float head's on some fixture: the
+// candidates, not the sketch, make the text exact. Along the float
+// head's text and along texts sampled from it at temperature 1, the rank
+// of the float head's argmax in each sketch's order is measured: it must
+// stay under K/rankMargin, the margin each K was chosen with. ternaryHead
+// must be a form whose text matched on every fixture.
 func TestHead4xGreedyMatchesFloat(t *testing.T) {
 	const gen = 64
-	allMatch, k1Parts := true, false
+	allMatch, k1Parts := map[string]bool{}, map[string]bool{}
+	for _, form := range candidateForms {
+		allMatch[form] = true
+	}
 	for _, fx := range head4Fixtures(t) {
 		heads := map[string]*model{}
-		for _, h := range []string{"q4x", "q4", "q8", "float"} {
+		for _, h := range append([]string{"q4", "q8", "float"}, candidateForms...) {
 			heads[h] = loadHead(t, fx.path, h)
-		}
-		if heads["q4x"].w.exact == nil || heads["q4x"].w.head.format() != "Q4_K" {
-			t.Fatalf("%s: q4x head is %s without exact candidates", fx.name, heads["q4x"].w.head.format())
 		}
 		req := engine.Request{Prompt: fx.prompt, MaxTokens: gen, Sampling: greedy()}
 		tok := map[string][]int{}
@@ -79,48 +91,58 @@ func TestHead4xGreedyMatchesFloat(t *testing.T) {
 		if len(fl) < gen || distinct(fl) < 4 {
 			t.Fatalf("%s: degenerate float-head output %v: the test would not tell heads apart", fx.name, fl)
 		}
-		n := commonIDs(tok["q4x"], fl)
-		allMatch = allMatch && n == len(fl)
-		if n != len(fl) {
-			t.Errorf("%s: q4x greedy tokens part from the float head's after %d of %d", fx.name, n, len(fl))
-		}
-		heads["q4x"].w.exact.k = 1
-		k1 := greedyTokens(t, heads["q4x"], req)
-		heads["q4x"].w.exact.k = head4xCandidates
-		if !slices.Equal(k1, tok["q4"]) {
-			t.Errorf("%s: q4x with K=1 decodes %v, plain q4 %v", fx.name, k1, tok["q4"])
-		}
-		k1Parts = k1Parts || commonIDs(k1, fl) < len(fl)
-		// Ranks along the float head's text and three sampled ones.
-		ids := append(heads["float"].tok.Encode(fx.prompt, true), fl...)
-		texts := [][]int{ids}
+		// The float head's text and three sampled from it.
+		texts := [][]int{append(heads["float"].tok.Encode(fx.prompt, true), fl...)}
 		for seed := range int64(3) {
 			one := 1.0
 			s := engine.Request{Prompt: fx.prompt, MaxTokens: gen, Sampling: engine.Sampling{Temperature: &one, Seed: &seed}}
 			texts = append(texts, append(heads["float"].tok.Encode(fx.prompt, true), greedyTokens(t, heads["float"], s)...))
 		}
-		var ranks []int
-		for _, text := range texts {
-			st4, stf := newState(heads["q4"]), newState(heads["float"])
-			for _, id := range text[:len(text)-1] {
-				l4, lf := forwardCopy(t, st4, id), forwardCopy(t, stf, id)
-				ranks = append(ranks, rankOf(l4, argmax32(lf)))
+		t.Logf("%s: int8 = float for %d of %d greedy tokens, q4 = float for %d", fx.name, commonIDs(tok["q8"], fl), len(fl), commonIDs(tok["q4"], fl))
+		for _, form := range candidateForms {
+			m := heads[form]
+			ex := m.w.exact
+			if want, _ := headType(form, m.w.head.cols()); ex == nil || m.w.head.format() != want.String() {
+				t.Fatalf("%s: %s head is %s (want %s), exact candidates %v", fx.name, form, m.w.head.format(), want, ex)
+			}
+			n := commonIDs(tok[form], fl)
+			allMatch[form] = allMatch[form] && n == len(fl)
+			if n != len(fl) {
+				t.Errorf("%s: %s greedy tokens part from the float head's after %d of %d", fx.name, form, n, len(fl))
+			}
+			ex.k = 1
+			k1 := greedyTokens(t, m, req)
+			m.w.exact = nil // the sketch alone
+			plain := greedyTokens(t, m, req)
+			var ranks []int
+			for _, text := range texts {
+				sx, sf := newState(m), newState(heads["float"])
+				for _, id := range text[:len(text)-1] {
+					lx, lf := forwardCopy(t, sx, id), forwardCopy(t, sf, id)
+					ranks = append(ranks, rankOf(lx, argmax32(lf)))
+				}
+			}
+			m.w.exact, ex.k = ex, blockHeads[form].k
+			if !slices.Equal(k1, plain) {
+				t.Errorf("%s: %s with K=1 decodes %v, its sketch alone %v", fx.name, form, k1, plain)
+			}
+			k1Parts[form] = k1Parts[form] || commonIDs(k1, fl) < len(fl)
+			sort.Ints(ranks)
+			t.Logf("%s: %s (K %d) = float for %d of %d greedy tokens, its sketch alone for %d; "+
+				"rank of the float argmax in the sketch's order over %d positions: median %d, 99th percentile %d, max %d",
+				fx.name, form, ex.k, n, len(fl), commonIDs(plain, fl), len(ranks), ranks[len(ranks)/2], ranks[len(ranks)*99/100], ranks[len(ranks)-1])
+			if r := ranks[len(ranks)-1]; r >= ex.k/rankMargin {
+				t.Errorf("%s: the float head's argmax fell to rank %d of the %s sketch's logits: K = %d leaves less than %d× margin", fx.name, r, form, ex.k, rankMargin)
 			}
 		}
-		sort.Ints(ranks)
-		t.Logf("%s: q4x = float for %d of %d greedy tokens; int8 = float for %d, q4 = float for %d, q4x(K=1) = q4 %v; "+
-			"rank of the float argmax in the 4-bit order over %d positions: median %d, 99th percentile %d, max %d",
-			fx.name, n, len(fl), commonIDs(tok["q8"], fl), commonIDs(tok["q4"], fl), slices.Equal(k1, tok["q4"]),
-			len(ranks), ranks[len(ranks)/2], ranks[len(ranks)*99/100], ranks[len(ranks)-1])
-		if r := ranks[len(ranks)-1]; r >= head4xCandidates/4 {
-			t.Errorf("%s: the float head's argmax fell to rank %d of the 4-bit head's logits: K = %d leaves less than 4× margin", fx.name, r, head4xCandidates)
+	}
+	for _, form := range candidateForms {
+		if !k1Parts[form] {
+			t.Errorf("%s with K=1 decodes the float head's text on every fixture: the fixtures do not tell the candidates' effect", form)
 		}
 	}
-	if !k1Parts {
-		t.Error("q4x with K=1 decodes the float head's text on every fixture: the fixtures do not tell the candidates' effect")
-	}
-	if (ternaryHead == "q4x") != allMatch {
-		t.Errorf("ternaryHead is %q, but q4x's greedy tokens equal the float head's on every fixture: %v", ternaryHead, allMatch)
+	if !allMatch[ternaryHead] {
+		t.Errorf("ternaryHead is %q, but its greedy tokens are not the float head's on every fixture", ternaryHead)
 	}
 }
 
@@ -137,65 +159,78 @@ func rankOf(l []float32, i int) int {
 
 func argmax32(l []float32) int { return slices.Index(l, slices.Max(l)) }
 
-// TestHead4xRescoresExactly checks every logit q4x writes, position by
-// position along a text: the 4-bit head's top K are the float head's
-// logits bit for bit and within float32 rounding of a float64 dot of the
-// float rows, the others are plain q4's capped at the lowest of those.
-// On a generated TQ2_0 model (tied head: the embedding's file rows) and
-// on TinyStories-w256 rewritten with an untied lm_head (the head's own
-// file rows, kept mapped).
+// TestHead4xRescoresExactly checks every logit q4x, q3x and q2x write,
+// position by position along a text: the sketch's top K are the float
+// head's logits bit for bit and within float32 rounding of a float64 dot
+// of the float rows, the others are the sketch's alone capped at the
+// lowest of those. On a generated TQ2_0 model (tied head: the
+// embedding's file rows) and on TinyStories-w256 rewritten with an
+// untied lm_head (the head's own file rows, kept mapped).
 func TestHead4xRescoresExactly(t *testing.T) {
 	fxs := head4Fixtures(t)[:1]
 	if _, err := os.Stat(tinyStoriesW256); err == nil {
 		fxs = append(fxs, head4Fixture{"TinyStories-w256 untied", untiedTinyStories(t), "Once upon a time"})
 	}
-	for _, fx := range fxs {
-		q4x, q4, fl := loadHead(t, fx.path, "q4x"), loadHead(t, fx.path, "q4"), loadHead(t, fx.path, "float")
-		f, ok := fl.w.head.(*floatRows)
-		if !ok || q4x.w.exact == nil {
-			t.Fatalf("%s: float head %T, exact candidates %v", fx.name, fl.w.head, q4x.w.exact)
+	for _, fc := range fxs {
+		for _, form := range candidateForms {
+			fx := fc
+			fx.name += " " + form
+			rescoresExactly(t, fx, form)
 		}
-		if tied := q4x.w.exact.f == q4x.w.embed; tied != (fx.name != "TinyStories-w256 untied") {
-			t.Fatalf("%s: exact rows are the embedding: %v", fx.name, tied)
-		}
-		text := append(fl.tok.Encode(fx.prompt, true), greedyTokens(t, fl, engine.Request{Prompt: fx.prompt, MaxTokens: 24, Sampling: greedy()})...)
-		sx, s4, sf := newState(q4x), newState(q4), newState(fl)
-		row := make([]float32, f.c)
-		var worst float64
-		for p, id := range text {
-			lx, l4, lf := forwardCopy(t, sx, id), forwardCopy(t, s4, id), forwardCopy(t, sf, id)
-			x := sf.a.f[:f.c]
-			idx, val := make([]int32, head4xCandidates), make([]float32, head4xCandidates)
-			topLogits(l4, idx, val)
-			low := float32(math.Inf(1))
-			lo, hi := slices.Min(lf), slices.Max(lf)
-			for _, r := range idx {
-				f.row(int(r), row)
-				var ref float64
-				for j, w := range row {
-					ref += float64(w) * float64(x[j])
-				}
-				if lx[r] != lf[r] {
-					t.Fatalf("%s position %d: candidate %d: q4x logit %v, float head %v", fx.name, p, r, lx[r], lf[r])
-				}
-				e := math.Abs(float64(lx[r])-ref) / float64(hi-lo)
-				worst = math.Max(worst, e)
-				if e > 1e-5 {
-					t.Fatalf("%s position %d: candidate %d: q4x logit %v, float64 %v", fx.name, p, r, lx[r], ref)
-				}
-				low = min(low, lx[r])
-			}
-			for j, v := range lx {
-				if !isCandidate(idx, j) && v != min(l4[j], math.Nextafter32(low, float32(math.Inf(-1)))) {
-					t.Fatalf("%s position %d: logit %d is %v, want q4's %v capped at %v", fx.name, p, j, v, l4[j], low)
-				}
-			}
-			if isCandidate(idx, argmax32(lf)) && argmax32(lx) != argmax32(lf) {
-				t.Fatalf("%s position %d: q4x argmax %d, float head's %d", fx.name, p, argmax32(lx), argmax32(lf))
-			}
-		}
-		t.Logf("%s: %d positions, candidates' largest distance from float64 %.2g of the logits' range", fx.name, len(text), worst)
 	}
+}
+
+// rescoresExactly is TestHead4xRescoresExactly on one fixture and head
+// form: the sketch alone is the same form loaded again without its
+// candidates.
+func rescoresExactly(t *testing.T, fx head4Fixture, form string) {
+	q4x, q4, fl := loadHead(t, fx.path, form), loadHead(t, fx.path, form), loadHead(t, fx.path, "float")
+	q4.w.exact = nil
+	k := blockHeads[form].k
+	f, ok := fl.w.head.(*floatRows)
+	if !ok || q4x.w.exact == nil {
+		t.Fatalf("%s: float head %T, exact candidates %v", fx.name, fl.w.head, q4x.w.exact)
+	}
+	if tied := q4x.w.exact.f == q4x.w.embed; tied != !strings.HasPrefix(fx.name, "TinyStories-w256 untied") {
+		t.Fatalf("%s: exact rows are the embedding: %v", fx.name, tied)
+	}
+	text := append(fl.tok.Encode(fx.prompt, true), greedyTokens(t, fl, engine.Request{Prompt: fx.prompt, MaxTokens: 24, Sampling: greedy()})...)
+	sx, s4, sf := newState(q4x), newState(q4), newState(fl)
+	row := make([]float32, f.c)
+	var worst float64
+	for p, id := range text {
+		lx, l4, lf := forwardCopy(t, sx, id), forwardCopy(t, s4, id), forwardCopy(t, sf, id)
+		x := sf.a.f[:f.c]
+		idx, val := make([]int32, k), make([]float32, k)
+		topLogits(l4, idx, val)
+		low := float32(math.Inf(1))
+		lo, hi := slices.Min(lf), slices.Max(lf)
+		for _, r := range idx {
+			f.row(int(r), row)
+			var ref float64
+			for j, w := range row {
+				ref += float64(w) * float64(x[j])
+			}
+			if lx[r] != lf[r] {
+				t.Fatalf("%s position %d: candidate %d: q4x logit %v, float head %v", fx.name, p, r, lx[r], lf[r])
+			}
+			e := math.Abs(float64(lx[r])-ref) / float64(hi-lo)
+			worst = math.Max(worst, e)
+			if e > 1e-5 {
+				t.Fatalf("%s position %d: candidate %d: q4x logit %v, float64 %v", fx.name, p, r, lx[r], ref)
+			}
+			low = min(low, lx[r])
+		}
+		for j, v := range lx {
+			if !isCandidate(idx, j) && v != min(l4[j], math.Nextafter32(low, float32(math.Inf(-1)))) {
+				t.Fatalf("%s position %d: logit %d is %v, want q4's %v capped at %v", fx.name, p, j, v, l4[j], low)
+			}
+		}
+		if isCandidate(idx, argmax32(lf)) && argmax32(lx) != argmax32(lf) {
+			t.Fatalf("%s position %d: q4x argmax %d, float head's %d", fx.name, p, argmax32(lx), argmax32(lf))
+		}
+	}
+	t.Logf("%s: %d positions, candidates' largest distance from float64 %.2g of the logits' range", fx.name, len(text), worst)
 }
 
 // untiedTinyStories writes TinyStories-w256 with an untied head: config
@@ -243,4 +278,30 @@ func untiedTinyStories(t *testing.T) string {
 	p := filepath.Join(dir, "model.safetensors")
 	must(t, os.WriteFile(p, out, 0o644))
 	return dir
+}
+
+// TestHeadFormBytes: the bytes a decode step reads (DecodeBytes, which
+// `edgectl bench` and the roofline use) count each head form as held —
+// the sketch's blocks (Q4_K 144, Q3_K 110, Q2_K 84 bytes per 256) and K
+// of the float rows for the forms with candidates — beside the same
+// layers.
+func TestHeadFormBytes(t *testing.T) {
+	spec := bitnetSpec{hidden: 256, ffn: 512, layers: 1, heads: 4, kv: 2, vocab: 512, seed: 3}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	must(t, spec.writeGGUF(path, gguf.TypeTQ2_0))
+	layers := func(m *model) int64 { return m.weightBytes() - m.w.head.size() - m.w.exact.bytes() }
+	base := loadHead(t, path, "float")
+	rowF16 := int64(2 * spec.hidden)
+	for _, c := range []struct {
+		form string
+		typ  gguf.Type
+	}{{"q4x", gguf.TypeQ4_K}, {"q3x", gguf.TypeQ3_K}, {"q2x", gguf.TypeQ2_K}, {"q4", gguf.TypeQ4_K}} {
+		m := loadHead(t, path, c.form)
+		w, _ := m.DecodeBytes(0)
+		head := int64(spec.vocab) * c.typ.RowSize(int64(spec.hidden))
+		want := layers(base) + head + int64(blockHeads[c.form].k)*rowF16
+		if w != want || layers(m) != layers(base) {
+			t.Errorf("%s: DecodeBytes %d, want %d (layers %d, %s head %d, %d float rows of %d)", c.form, w, want, layers(base), c.typ, head, blockHeads[c.form].k, rowF16)
+		}
+	}
 }

@@ -53,14 +53,14 @@ func (a *arena) Close() error {
 }
 
 // headForm is the form a float LM head is held in: head (see settings)
-// "q4x" (4-bit blocks, the top candidates re-scored exactly, head4x.go),
-// "q4" (4-bit blocks, head4.go), "q8" (int8 per row) or "float" (the
-// file's dtype) as asked, and by default ternaryHead for models whose
-// layers are ternary — for BitNet-2B the F16 tied head is 55% of the
-// bytes a decode step reads — and float for others.
+// "q4x", "q3x", "q2x" (4-, 3- and 2-bit blocks, the top candidates
+// re-scored exactly, head4x.go), "q4" (4-bit blocks, head4.go), "q8"
+// (int8 per row) or "float" (the file's dtype) as asked, and by default
+// ternaryHead for models whose layers are ternary — for BitNet-2B the
+// F16 tied head is 55% of the bytes a decode step reads — and float for
+// others.
 func (m *model) headForm(head string) string {
-	switch head {
-	case "q4x", "q4", "q8", "float":
+	if isHeadForm(head) {
 		return head
 	}
 	if len(m.w.layers) == 0 {
@@ -119,9 +119,9 @@ func (m *model) place(set settings) {
 	if f, ok := m.w.head.(*floatRows); ok && m.headForm(set.head) != "float" {
 		q := compactHead(f, m.headForm(set.head), m.mem)
 		m.w.head = q
-		if _, q4 := q.(*quantLinear); q4 && m.headForm(set.head) == "q4x" {
+		if _, blocks := q.(*quantLinear); blocks && blockHeads[m.headForm(set.head)].k > 0 {
 			// f stays the file's rows (not put in the arena): see head4x.go.
-			m.w.exact = &exactHead{f: f, k: head4xCandidates}
+			m.w.exact = &exactHead{f: f, k: blockHeads[m.headForm(set.head)].k}
 		}
 		done[q] = q // built in the arena already
 		if m.w.embed == f {

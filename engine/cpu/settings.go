@@ -17,7 +17,7 @@ type settings struct {
 	// mmap serves weights from the file mapping (LoadOptions.Mmap or
 	// EDGECTL_MMAP).
 	mmap bool
-	// head is the LM head form: "q4x", "q4", "q8", "float", or anything
+	// head is the LM head form: one of headForms (head4.go), or anything
 	// else for the default by the layers' type (LoadOptions.Head, else
 	// EDGECTL_HEAD; see model.headForm).
 	head string
@@ -33,10 +33,8 @@ type settings struct {
 
 // newSettings checks opts and completes them from the environment.
 func newSettings(opts engine.LoadOptions) (settings, error) {
-	switch opts.Head {
-	case "", "q4x", "q4", "q8", "float":
-	default:
-		return settings{}, fmt.Errorf("%w: head %q: the CPU engine keeps the LM head as q4x, q4, q8 or float", engine.ErrInvalidRequest, opts.Head)
+	if opts.Head != "" && !isHeadForm(opts.Head) {
+		return settings{}, fmt.Errorf("%w: head %q: the CPU engine keeps the LM head as %s", engine.ErrInvalidRequest, opts.Head, headForms)
 	}
 	return settings{
 		mmap:          opts.Mmap || envconfig.Mmap.Get(),

@@ -201,7 +201,7 @@ func benchAlternate(b *testing.B, runs []benchRun) {
 	for i, r := range runs {
 		b.Setenv("EDGECTL_HEAD", r.head)
 		b.Setenv("EDGECTL_NATIVE_PACKING", map[bool]string{true: "1", false: ""}[r.native])
-		em, err := New().Load(ctx, bench12Model(b, r.format), engine.LoadOptions{Threads: benchThreads, ContextLength: 512})
+		em, err := New().Load(ctx, benchRunModel(b, r.format), engine.LoadOptions{Threads: benchThreads, ContextLength: 512})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -210,6 +210,15 @@ func quantQ2K(x []float32, b []byte) {
 		lo = min(lo, 0)
 		scale[j], mins[j] = (hi-lo)/3, -lo
 	}
+	PackQ2K(x, &scale, &mins, b)
+}
+
+// PackQ2K writes x (256 values) as one Q2_K block b (84 bytes) for the
+// steps and mins (≥ 0) the caller chose per 16 elements, x ≈ step·q − min
+// with q in 0…3: both quantized to 4-bit levels under fp16 super-scales,
+// then each element's nearest code. quantQ2K chooses them as llama.cpp's
+// reference quantizer does; the CPU engine's head fits them (head4_quant.go).
+func PackQ2K(x []float32, scale, mins *[16]float32, b []byte) {
 	ls, d := superScales(scale[:], 15)
 	lm, dmin := superScales(mins[:], 15)
 	binary.LittleEndian.PutUint16(b[80:], d)
@@ -232,11 +241,23 @@ func quantQ2K(x []float32, b []byte) {
 // of largest magnitude at −4), sc a 6-bit level.
 func quantQ3K(x []float32, b []byte) {
 	var scale [16]float32
-	var maxScale float32
 	for j := range 16 {
 		scale[j] = signedMax(x[16*j:16*j+16]) / -4
-		if math.Abs(float64(scale[j])) > math.Abs(float64(maxScale)) {
-			maxScale = scale[j]
+	}
+	PackQ3K(x, &scale, b)
+}
+
+// PackQ3K writes x (256 values) as one Q3_K block b (110 bytes) for the
+// signed steps the caller chose per 16 elements, x ≈ step·q with q in
+// −4…3: the steps quantized to 6-bit levels under one fp16 scale (the
+// largest step's magnitude at level −32), then each element's nearest
+// code. quantQ3K chooses them as llama.cpp's reference quantizer does;
+// the CPU engine's head fits them (head4_quant.go).
+func PackQ3K(x []float32, scale *[16]float32, b []byte) {
+	var maxScale float32
+	for _, v := range scale {
+		if math.Abs(float64(v)) > math.Abs(float64(maxScale)) {
+			maxScale = v
 		}
 	}
 	sb := b[96:108]

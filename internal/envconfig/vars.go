@@ -40,7 +40,7 @@ var (
 	Mmap = newBool("EDGECTL_MMAP", "cpu engine",
 		"1: serve weights from the file mapping instead of anonymous copies (lane key mmap overrides)")
 	Head = newString("EDGECTL_HEAD", "cpu engine", "q4x for ternary models, else float",
-		"LM head precision: q4x (4-bit blocks, top 32 re-scored from the float rows), q4 (4-bit blocks), q8 (int8 per row) or float (lane key head overrides)")
+		"LM head precision: q4x (4-bit blocks, top 32 re-scored from the float rows), q3x or q2x (3- or 2-bit blocks, top 48 or 192 re-scored), q4 (4-bit blocks), q8 (int8 per row) or float (lane key head overrides)")
 	PureGo = newBool("EDGECTL_PUREGO", "cpu engine",
 		"1: pure-Go kernels only, no assembly (to compare or to debug)")
 	NoAVX512 = newBool("EDGECTL_NO_AVX512", "cpu engine",
