@@ -277,8 +277,8 @@ func useAVX512(k *kernels) {
 	i2.dot4 = i2Dot4Kernel(func(r *byte, q *int8, kk, nb, _ int, out *int32) { i2Dot4AVX512(r, q, kk, nb, out) }, i2Block)
 }
 
-// useVNNI adds VPDPBUSD kernels: I2 and I2x4 rows, and the int8 head on
-// x+128 as unsigned bytes.
+// useVNNI adds VPDPBUSD kernels: I2 and I2x4 rows, the int8 head on
+// x+128 as unsigned bytes, and Q2_K's one-token rows.
 func useVNNI(k *kernels) {
 	i2, i2x4 := &k.tern[typeI2], &k.tern[typeI2x4]
 	k.name = "avx512vnni"
@@ -299,6 +299,7 @@ func useVNNI(k *kernels) {
 		_ = xu[kk-1]
 		q8RowsVNNI(unsafe.SliceData(w), unsafe.SliceData(xu), kk, kk&^63, len(out), unsafe.SliceData(out))
 	}
+	useQ2KVNNI(k) // q2k_avx512_amd64.go: the one-token Q2_K kernel
 	i2.dot = i2DotKernel(i2DotVNNI, i2Block)
 	i2.rows = func(rows []byte, qp []int8, total int32, xs float32, scale, out []float32) {
 		nb := len(qp) / 256
