@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgectl/edgectl/doctor"
 	"github.com/edgectl/edgectl/internal/testbin"
@@ -147,8 +148,17 @@ func TestDoctorDeviceLeftoversReportedNotTouched(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Process.Kill(); rt.Wait() })
+	// Start returns before the kernel has laid out sleep's arguments: for
+	// a moment /proc shows an empty command line, which the record must
+	// not capture (doctor would call it stale; engine/axcl execCmdline).
+	var cmdline []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		cmdline = strings.Split(strings.TrimSuffix(mustRead(t, fmt.Sprintf("/proc/%d/cmdline", rt.Process.Pid)), "\x00"), "\x00")
+		if filepath.Base(cmdline[0]) == "sleep" || time.Now().After(deadline) {
+			break
+		}
+	}
 	ticks := startTicks(t, rt.Process.Pid)
-	cmdline := strings.Split(strings.TrimSuffix(mustRead(t, fmt.Sprintf("/proc/%d/cmdline", rt.Process.Pid)), "\x00"), "\x00")
 	rec, _ := json.Marshal(map[string]any{"pid": rt.Process.Pid, "start_ticks": ticks, "cmdline": cmdline,
 		"owner_pid": testbin.DeadPID(t), "owner_start_ticks": 1, "model_dir": "/models/qwen3", "device": 0})
 	pidFile := filepath.Join(b.pids, fmt.Sprintf("runtime-%d.json", rt.Process.Pid))

@@ -149,7 +149,7 @@ func writePIDFile(o Options, pid int, args []string, dir string) (string, error)
 	rec := pidRecord{PID: pid, Cmdline: args, Owner: os.Getpid(), Dir: dir, Device: o.Device, Started: time.Now().UTC()}
 	rec.StartTicks, _ = procStart(pid)
 	rec.OwnerTicks, _ = procStart(rec.Owner)
-	if cl, err := procCmdline(pid); err == nil {
+	if cl := execCmdline(pid); cl != nil {
 		rec.Cmdline = cl // what /proc will show later (the exec'd program)
 	}
 	d := stateDir(o)
@@ -237,6 +237,28 @@ func procStart(pid int) (uint64, error) {
 func alive(pid int) bool {
 	f, err := procStat(pid)
 	return err == nil && len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// execCmdline is the command line of pid, a program just started, as
+// /proc will show it from now on; nil if it cannot be read. cmd.Start
+// returns when the exec has closed the child's copy of its status pipe,
+// which is before the kernel has laid out the new program's arguments:
+// for that moment /proc shows an empty command line, and a record of it
+// would never match the runtime again (sameProcess), so Recover would
+// leave it running. It waits up to a second for the arguments.
+func execCmdline(pid int) []string {
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(time.Millisecond) {
+		cl, err := procCmdline(pid)
+		if err != nil {
+			return nil
+		}
+		if cl[0] != "" {
+			return cl
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+	}
 }
 
 func procCmdline(pid int) ([]string, error) {
