@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/edgectl/edgectl/engine"
 )
@@ -27,13 +26,8 @@ func (m *model) CountPrompt(ctx context.Context, req engine.Request) (int, error
 	if err != nil {
 		return 0, err
 	}
-	window := m.arch.ctx
-	if lim := req.ContextLimit; lim > 0 && lim < window {
-		window = lim
-	}
-	if len(ids) >= window {
-		return 0, fmt.Errorf("%w: the prompt is %d tokens and the context window is %d; shorten the conversation or load the model with a larger context length",
-			engine.ErrContextFull, len(ids), window)
+	if err := promptFits(len(ids), m.arch.ctx, req.ContextLimit); err != nil {
+		return 0, err
 	}
 	return len(ids), nil
 }

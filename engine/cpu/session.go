@@ -116,17 +116,12 @@ func (s *session) Generate(ctx context.Context, req engine.Request, emit func(en
 		}
 	}
 	ctxLen := s.m.arch.ctx
-	if len(ids) >= ctxLen {
-		return res, fmt.Errorf("%w: the prompt is %d tokens and the context window is %d; shorten the conversation or load the model with a larger context length",
-			engine.ErrContextFull, len(ids), ctxLen)
+	if err := promptFits(len(ids), ctxLen, req.ContextLimit); err != nil {
+		return res, err
 	}
 	maxTokens := req.MaxTokens
 	if lim := req.ContextLimit; lim > 0 && lim < ctxLen {
 		// The request's own context: prompt and output within lim.
-		if len(ids) >= lim {
-			return res, fmt.Errorf("%w: the prompt is %d tokens and the request limits the context to %d tokens; shorten the conversation or raise the limit",
-				engine.ErrContextFull, len(ids), lim)
-		}
 		if room := lim - len(ids); maxTokens <= 0 || maxTokens > room {
 			maxTokens = room
 		}
@@ -355,4 +350,19 @@ func (o *stopper) flush() error {
 	o.pending = o.pending[:0]
 	lps := o.release(func(pendingLogprob) bool { return true }, 0)
 	return o.emit(engine.Token{ID: -1, Text: t, Logprobs: lps})
+}
+
+// promptFits refuses a prompt of n tokens that leaves no room in the
+// model's context window (ctxLen) or in the request's own limit (a
+// ContextLimit below it): Generate and CountPrompt refuse alike.
+func promptFits(n, ctxLen, limit int) error {
+	if n >= ctxLen {
+		return fmt.Errorf("%w: the prompt is %d tokens and the context window is %d; shorten the conversation or load the model with a larger context length",
+			engine.ErrContextFull, n, ctxLen)
+	}
+	if limit > 0 && limit < ctxLen && n >= limit {
+		return fmt.Errorf("%w: the prompt is %d tokens and the request limits the context to %d tokens; shorten the conversation or raise the limit",
+			engine.ErrContextFull, n, limit)
+	}
+	return nil
 }
