@@ -35,6 +35,7 @@ type Model struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
+	out    *os.File      // stdout's read end: ours, not cmd.Wait's, to close (closeOut)
 	exited chan struct{} // closed once the helper is reaped
 	tail   *tailLog
 
@@ -87,18 +88,26 @@ func (m *Model) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Our own pipe for stdout: cmd.StdoutPipe's read end is closed by
+	// cmd.Wait as soon as the helper is reaped, which can come before the
+	// reader has taken the error frame a failing helper wrote last. This
+	// one reads to EOF, and stop closes it.
+	out, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
+	cmd.Stdout = w
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	w.Close() // the helper holds the write end now: its exit is our EOF
+	if err != nil {
+		out.Close()
 		return fmt.Errorf("start the rknn helper %s: %w (install python3 with rknn-toolkit-lite2 on the board, or set EDGECTL_RKNN_PYTHON)", m.args[0], err)
 	}
-	m.cmd, m.stdin, m.stdout = cmd, stdin, bufio.NewReaderSize(stdout, 64<<10)
+	m.cmd, m.stdin, m.out, m.stdout = cmd, stdin, out, bufio.NewReaderSize(out, 64<<10)
 	m.exited, m.tail = make(chan struct{}), &tailLog{}
 	logged := make(chan struct{})
 	go func() { // the helper's stderr: logged, and kept for error messages
@@ -194,9 +203,8 @@ func (m *Model) exchange(ctx context.Context, timeout time.Duration, h Header, p
 
 // ioFailed marks the helper unusable after a broken exchange and ends it.
 // At end of output it has exited or is exiting: its status and last
-// stderr lines say why. A read of a closed pipe is the same end: the only
-// closer of stdout is cmd.Wait, once the helper has exited and its stderr
-// is drained, which can come before the reader saw EOF.
+// stderr lines say why. A read of a closed pipe is the same end: stdout is
+// closed only once the helper is ended (stop, Close).
 func (m *Model) ioFailed(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
 		m.waitExit(m.opts.StopTimeout)
@@ -246,6 +254,7 @@ func (m *Model) stop() {
 		}
 	}
 	m.stdin.Close()
+	m.out.Close()
 }
 
 // Close stops the helper: gracefully when it is idle; at once when a
@@ -257,6 +266,7 @@ func (m *Model) Close() error {
 		if !m.mu.TryLock() {
 			m.signal(syscall.SIGKILL)
 			m.waitExit(m.opts.StopTimeout)
+			m.out.Close() // the running request reads EOF or a closed pipe: the exit
 			return
 		}
 		defer m.mu.Unlock()
