@@ -17,6 +17,7 @@ type cpuFeatures struct {
 	avx2    bool // amd64: AVX2, FMA and F16C
 	avx512  bool // amd64: AVX-512 F and BW
 	vnni    bool // amd64: AVX-512 VNNI
+	vbmi    bool // amd64: AVX-512 VBMI and GFNI
 	neon    bool // arm64: ASIMD
 	dotProd bool // arm64: the dot-product extension (SDOT)
 }
@@ -36,8 +37,11 @@ type kernels struct {
 	// ones agree with the portable ones to rounding), the int8 head, and
 	// the float dtypes' dot products (SIMD F32/F16 agree with the portable
 	// ones to rounding: FMA and another summation order).
-	tern            [numTernTypes]ternKernels
-	quant           [numQuantTypes]quantKernels
+	tern  [numTernTypes]ternKernels
+	quant [numQuantTypes]quantKernels
+	// q8KNibbles says a one-token K-quant kernel reads the Q8_K codes in
+	// nibbleOrder too (q8Blocks.qn, written with q).
+	q8KNibbles      bool
 	q8              q8Kernels
 	gptq            gptqKernels // GPTQ/AWQ int4 (gptq_kernels.go); SIMD to rounding
 	dotF32          func(a, b []float32) float32

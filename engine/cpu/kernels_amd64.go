@@ -110,6 +110,7 @@ func detectFeatures() cpuFeatures {
 		avx2:   cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C,
 		avx512: cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW,
 		vnni:   cpu.X86.HasAVX512VNNI,
+		vbmi:   cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512GFNI,
 	}
 }
 
@@ -134,6 +135,9 @@ func addSIMD(k *kernels, f cpuFeatures) {
 	useAVX512(k)
 	if f.vnni {
 		useVNNI(k)
+		if f.vbmi {
+			useQ4KVNNI(k) // q4k_avx512_amd64.go: the one-token Q4_K kernel
+		}
 	}
 }
 

@@ -35,6 +35,7 @@ func (f blockForm) sumLen() int   { return [...]int{32, 16}[f] }
 // blockLen scales and k / sumLen sums each.
 type blockActs struct {
 	q   []int8
+	qn  []int8 // q in nibbleOrder (formQ8_K, when kernels.q8KNibbles)
 	d   []float32
 	sum []int16
 	ok  bool
@@ -43,6 +44,7 @@ type blockActs struct {
 // q8Blocks is one activation row in a block form, as the kernels read it.
 type q8Blocks struct {
 	q   []int8
+	qn  []int8 // q in nibbleOrder, for the kernels that read it (nil otherwise)
 	d   []float32
 	sum []int16
 }
@@ -65,13 +67,37 @@ func (a *acts) quantizeBlocks(f blockForm) {
 	for t := range a.n {
 		quant(a.f[t*a.k:(t+1)*a.k], b.q[t*a.k:(t+1)*a.k], b.d[t*nb:(t+1)*nb], b.sum[t*ns:(t+1)*ns])
 	}
+	if f == formQ8_K && a.kern.q8KNibbles {
+		b.qn = grow(b.qn, a.n*a.k)
+		nibbleOrder(b.qn, b.q[:a.n*a.k])
+	}
+}
+
+// nibbleOrder writes q with the middle two quarters of every 128 codes
+// swapped (0–31, 64–95, 32–63, 96–127): the order in which 64 bytes of a
+// Q4_K super-block's qs hold their codes, low nibbles then high (qs byte
+// l of chunk c holds elements 64c+l and 64c+32+l), so a 64-byte load of
+// codes meets a 64-byte load of activations without shuffling either.
+// len(q) is a multiple of 256 (Q8_K's block).
+func nibbleOrder(dst, q []int8) {
+	for i := 0; i+128 <= len(q); i += 128 {
+		s, d := q[i:i+128], dst[i:i+128]
+		copy(d[:32], s[:32])
+		copy(d[32:64], s[64:96])
+		copy(d[64:96], s[32:64])
+		copy(d[96:], s[96:])
+	}
 }
 
 // blockRow is row t of form f (quantizeBlocks must have run).
 func (a *acts) blockRow(f blockForm, t int) q8Blocks {
 	b := &a.blocks[f]
 	nb, ns := a.k/f.blockLen(), a.k/f.sumLen()
-	return q8Blocks{q: b.q[t*a.k : (t+1)*a.k], d: b.d[t*nb : (t+1)*nb], sum: b.sum[t*ns : (t+1)*ns]}
+	x := q8Blocks{q: b.q[t*a.k : (t+1)*a.k], d: b.d[t*nb : (t+1)*nb], sum: b.sum[t*ns : (t+1)*ns]}
+	if f == formQ8_K && a.kern.q8KNibbles {
+		x.qn = b.qn[t*a.k : (t+1)*a.k]
+	}
+	return x
 }
 
 // quantQ8_0Go writes x's Q8_0 form: per 32, d = fp16(max|x|/127) and

@@ -54,7 +54,7 @@ func (s settings) features(cpu cpuFeatures) cpuFeatures {
 		return cpuFeatures{}
 	}
 	if s.noAVX512 {
-		cpu.avx512, cpu.vnni = false, false
+		cpu.avx512, cpu.vnni, cpu.vbmi = false, false, false
 	}
 	if s.noDotProd {
 		cpu.dotProd = false
