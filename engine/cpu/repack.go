@@ -169,8 +169,13 @@ func blockScales(kind string, row []byte, nb int) []float32 {
 
 // repackFor is the layout the load gives ternary matrix l for the kernel
 // table k: base-3 matrices stay at their own 1.6 bits in B3 where k reads
-// it (base3.go), everything else goes through repack.
+// it (base3.go), Sherry at its 1.25 bits as stored where k's Sherry
+// kernels decode faster than I2x4 (kernels.sherryNative), everything else
+// goes through repack.
 func repackFor(k *kernels, l *ternLinear, mem *arena, i2x4 bool) *ternLinear {
+	if l.kind == "sherry" && k.sherryNative {
+		return l
+	}
 	if k.readsB3() {
 		if b := repackB3(l, mem); b != nil {
 			return b

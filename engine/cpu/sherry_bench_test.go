@@ -60,12 +60,15 @@ func benchSherryMul(b *testing.B, repacked bool, rows, k, tokens int) {
 	b.Logf("%s (%s), load average %s", l.format(), l.(*ternLinear).kind, loadAvg())
 }
 
-// Decode: 256 rows of 2560 (100 KB Sherry, 160 KB I2: in L2) and 13824
-// rows (5.4 MB, 8.8 MB: from memory).
+// Decode: 256 rows of 2560 (100 KB Sherry, 160 KB I2: in L2), 13824
+// rows (5.4 MB, 8.8 MB: in this VM's 32 MB L3) and 131072 (52 MB, 84 MB:
+// from memory).
 func BenchmarkSherryRowsL2(b *testing.B)     { benchSherryMul(b, false, 256, 2560, 1) }
 func BenchmarkSherryRowsL2I2(b *testing.B)   { benchSherryMul(b, true, 256, 2560, 1) }
 func BenchmarkSherryRowsMem(b *testing.B)    { benchSherryMul(b, false, 13824, 2560, 1) }
 func BenchmarkSherryRowsMemI2(b *testing.B)  { benchSherryMul(b, true, 13824, 2560, 1) }
+func BenchmarkSherryRowsDRAM(b *testing.B)   { benchSherryMul(b, false, 131072, 2560, 1) }
+func BenchmarkSherryRowsDRAMI2(b *testing.B) { benchSherryMul(b, true, 131072, 2560, 1) }
 func BenchmarkSherryPrefill(b *testing.B)    { benchSherryMul(b, false, 2048, 2560, 64) }
 func BenchmarkSherryPrefillI2(b *testing.B)  { benchSherryMul(b, true, 2048, 2560, 64) }
 func BenchmarkSherryPrefillFFN(b *testing.B) { benchSherryMul(b, false, 2560, 6912, 64) }

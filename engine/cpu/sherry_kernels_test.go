@@ -215,31 +215,43 @@ func TestSherryMulNative(t *testing.T) {
 }
 
 // TestSherryNativeLoad loads a generated Sherry .h1b as the load places it
-// by default (repacked to I2/I2x4) and with EDGECTL_NATIVE_PACKING=1 (as
-// stored, run by the table's Sherry kernels where it has them): the
-// matrices take 2 and 1.25 bits a weight, and a prompt's and the next
+// by default (as stored where the table's Sherry kernels beat the I2x4
+// repack, kernels.sherryNative; else repacked to I2/I2x4) and with
+// EDGECTL_NATIVE_PACKING=1 (as stored, run by the table's Sherry kernels
+// where it has them), and the default load's matrices repacked by hand:
+// the matrices take 2 or 1.25 bits a weight, and a prompt's and the next
 // token's logits are the same bit for bit (every product is the exact
 // integer Σ w·q times the same two scales).
 func TestSherryNativeLoad(t *testing.T) {
 	spec := bitnetSpec{hidden: 256, ffn: 512, layers: 2, heads: 4, kv: 2, vocab: 512, seed: 21}
 	path := filepath.Join(t.TempDir(), "m.h1b")
 	must(t, spec.writeH1B(path, h1b.V3Sherry))
-	var logits [2][][]float32
-	for i, native := range []bool{false, true} {
-		if native {
+	var logits [3][][]float32
+	for i, load := range []string{"default", "native", "repacked"} {
+		if load == "native" {
 			t.Setenv("EDGECTL_NATIVE_PACKING", "1")
 		}
 		m := loadModel(t, path)
-		q := m.w.layers[0].q.(*ternLinear)
-		wantKind, bits := "I2", 2.0
+		i2 := "I2"
 		if m.kern.hasI2x4() {
-			wantKind = "I2x4"
+			i2 = "I2x4"
 		}
-		if native {
+		wantKind, bits := i2, 2.0
+		if m.kern.sherryNative || load == "native" {
 			wantKind, bits = "sherry", 1.25
 		}
+		if load == "repacked" {
+			for li := range m.w.layers {
+				L := &m.w.layers[li]
+				for _, w := range []*linear{&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down} {
+					*w = repack((*w).(*ternLinear), m.mem, m.kern.hasI2x4())
+				}
+			}
+			wantKind, bits = i2, 2.0
+		}
+		q := m.w.layers[0].q.(*ternLinear)
 		if q.kind != wantKind || q.format() != "sherry" || float64(len(q.data)*8)/float64(q.r*q.c) != bits {
-			t.Fatalf("native packing %v: q is %s (%s, %d bytes for %d×%d), want %s at %v bits a weight", native, q.kind, q.format(), len(q.data), q.r, q.c, wantKind, bits)
+			t.Fatalf("%s load, kernels %s: q is %s (%s, %d bytes for %d×%d), want %s at %v bits a weight", load, m.kern.name, q.kind, q.format(), len(q.data), q.r, q.c, wantKind, bits)
 		}
 		st := newState(m)
 		for _, toks := range [][]int{{1, 7, 300, 42, 5, 9}, {11}} {
@@ -249,9 +261,11 @@ func TestSherryNativeLoad(t *testing.T) {
 		}
 		st.release()
 	}
-	for j := range logits[0] {
-		if !slices.Equal(logits[0][j], logits[1][j]) {
-			t.Fatalf("step %d: logits differ between the repacked and the native Sherry matrices", j)
+	for i := range logits[1:] {
+		for j := range logits[0] {
+			if !slices.Equal(logits[0][j], logits[i+1][j]) {
+				t.Fatalf("step %d: logits of load %d differ from the default load's", j, i+1)
+			}
 		}
 	}
 }
