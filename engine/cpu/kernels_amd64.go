@@ -137,6 +137,7 @@ func addSIMD(k *kernels, f cpuFeatures) {
 		useVNNI(k)
 		if f.vbmi {
 			useQ4KVNNI(k) // q4k_avx512_amd64.go: the one-token Q4_K kernel
+			useQ6KVNNI(k) // q6k_avx512_amd64.go: the one-token Q6_K kernel
 		}
 	}
 }
