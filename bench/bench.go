@@ -110,62 +110,107 @@ func Run(ctx context.Context, path string, o Options) (*Report, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	s, err := openSession(ctx, path, o)
+	if err != nil {
+		return nil, err
+	}
+	defer s.m.Close()
+	var runs []run
+	for i := 1; i <= o.Runs; i++ {
+		r, err := s.measure(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return s.report(runs), nil
+}
+
+// session is one model loaded, warmed up and ready to be measured.
+type session struct {
+	o      Options
+	m      engine.Model
+	info   engine.ModelInfo
+	tg     engine.TokenGenerator
+	roof   engine.Roofline // nil where the engine cannot say its bytes
+	prompt []int
+}
+
+// openSession loads the model at path, checks that the runs fit its
+// context, makes its prompt and runs the warm-up. The caller closes s.m.
+func openSession(ctx context.Context, path string, o Options) (*session, error) {
 	m, err := load(ctx, path, o)
 	if err != nil {
 		return nil, err
 	}
-	defer m.Close()
-	info := m.Info()
-	if need := o.PromptTokens + o.GenTokens; need > info.ContextLength {
-		return nil, errkind.Errorf(errkind.Input, "%s: %d prompt + %d generated tokens exceed the context of %d: lower --prompt-tokens or --gen-tokens, or raise --ctx",
-			path, o.PromptTokens, o.GenTokens, info.ContextLength)
+	s, err := warm(ctx, path, m, o)
+	if err != nil {
+		m.Close()
+		return nil, err
 	}
-	tg, ok := m.(engine.TokenGenerator)
-	if !ok {
-		return nil, errkind.Errorf(errkind.Blocked, "%s: the %s engine cannot run token ids, so it cannot be benchmarked in process", path, info.Format)
+	return s, nil
+}
+
+// warm is openSession's work once m is loaded.
+func warm(ctx context.Context, path string, m engine.Model, o Options) (*session, error) {
+	s := &session{o: o, m: m, info: m.Info()}
+	if need := o.PromptTokens + o.GenTokens; need > s.info.ContextLength {
+		return nil, errkind.Errorf(errkind.Input, "%s: %d prompt + %d generated tokens exceed the context of %d: lower --prompt-tokens or --gen-tokens, or raise --ctx",
+			path, o.PromptTokens, o.GenTokens, s.info.ContextLength)
+	}
+	var ok bool
+	if s.tg, ok = m.(engine.TokenGenerator); !ok {
+		return nil, errkind.Errorf(errkind.Blocked, "%s: the %s engine cannot run token ids, so it cannot be benchmarked in process", path, s.info.Format)
 	}
 	sc, _ := m.(engine.Scorer)
-	roof, _ := m.(engine.Roofline)
-	prompt, err := promptIDs(ctx, sc, info.VocabSize, o.PromptTokens)
-	if err != nil {
+	s.roof, _ = m.(engine.Roofline)
+	var err error
+	if s.prompt, err = promptIDs(ctx, sc, s.info.VocabSize, o.PromptTokens); err != nil {
 		return nil, err
 	}
 	// The warm-up is short: it warms the caches and branch predictors and,
 	// with --mmap, pages the weights in.
-	if _, err := tg.GenerateTokens(ctx, prompt, 2); err != nil {
+	if _, err := s.tg.GenerateTokens(ctx, s.prompt, 2); err != nil {
 		return nil, err
 	}
-	var runs []run
-	for i := 1; i <= o.Runs; i++ {
-		var r run
-		if roof != nil {
-			r.readBps = roof.ReadBandwidth(o.Threads)
-		}
-		res, err := tg.GenerateTokens(ctx, prompt, o.GenTokens)
-		if err != nil {
-			return nil, err
-		}
-		r.prefillTPS, r.decodeTPS = res.PrefillTPS(), res.DecodeTPS()
-		r.ttftMS = float64(res.TTFT.Microseconds()) / 1000
-		r.prompt, r.gen = res.PromptTokens, res.CompletionTokens
-		if roof != nil {
-			r.weights, r.kv = stepBytes(roof, r.prompt, r.gen)
-		}
-		if err := r.usable(i); err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-		o.Progress.Emit(progress.Event{Event: progress.Progress, Step: "bench", Done: int64(i), Total: int64(o.Runs), Unit: "runs", Message: r.line(i, o.Runs)})
+	return s, nil
+}
+
+// measure is run i of o.Runs: a read-bandwidth probe, then the
+// generation.
+func (s *session) measure(ctx context.Context, i int) (run, error) {
+	var r run
+	if s.roof != nil {
+		r.readBps = s.roof.ReadBandwidth(s.o.Threads)
 	}
+	res, err := s.tg.GenerateTokens(ctx, s.prompt, s.o.GenTokens)
+	if err != nil {
+		return r, err
+	}
+	r.prefillTPS, r.decodeTPS = res.PrefillTPS(), res.DecodeTPS()
+	r.ttftMS = float64(res.TTFT.Microseconds()) / 1000
+	r.prompt, r.gen = res.PromptTokens, res.CompletionTokens
+	if s.roof != nil {
+		r.weights, r.kv = stepBytes(s.roof, r.prompt, r.gen)
+	}
+	if err := r.usable(i); err != nil {
+		return r, err
+	}
+	s.o.Progress.Emit(progress.Event{Event: progress.Progress, Step: "bench", Done: int64(i), Total: int64(s.o.Runs), Unit: "runs", Message: r.line(i, s.o.Runs)})
+	return r, nil
+}
+
+// report is the model's Report over runs.
+func (s *session) report(runs []run) *Report {
 	rep := summarize(runs)
-	rep.Model, rep.Engine = info.Name, "cpu"
-	rep.Format, rep.Quantization = info.Format, info.Quantization
-	rep.Threads = o.Threads
+	rep.Model, rep.Engine = s.info.Name, "cpu"
+	rep.Format, rep.Quantization = s.info.Format, s.info.Quantization
+	rep.Threads = s.o.Threads
 	if rep.Threads <= 0 {
 		rep.Threads = runtime.GOMAXPROCS(0) // the engine's own default (LoadOptions.Threads)
 	}
 	rep.Timing = "engine: prefill and decode durations as Generate measures them (decode = tokens after the first ÷ the time after it), TTFT from the call to the first token"
-	return rep, nil
+	return rep
 }
 
 // stepBytes is the mean over a run's decode steps of what each read: the

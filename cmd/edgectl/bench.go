@@ -16,6 +16,7 @@ func init() { register(newBenchCmd) }
 
 type benchOptions struct {
 	Model        string
+	Compare      []string // more than one MODEL: measured in turns (bench.Compare)
 	Runs         int
 	PromptTokens int
 	GenTokens    int
@@ -39,7 +40,7 @@ var localOnly = []string{"threads", "ctx", "mmap", "head", "perplexity"}
 func newBenchCmd(io *cli.IO) *cobra.Command {
 	opts := &benchOptions{}
 	cmd := &cobra.Command{
-		Use:   "bench MODEL | bench --url URL --model NAME",
+		Use:   "bench MODEL [MODEL...] | bench --url URL --model NAME",
 		Short: "Measure prefill and decode speed, time to first token, the memory roofline, or perplexity",
 		Long: `Bench loads MODEL (a checkpoint directory, a .gguf or .h1b file, or a Hub id)
 into the CPU engine and, after one warm-up run, times --runs runs of a
@@ -51,6 +52,12 @@ measured before each run on --threads cores, and the roofline ratio: decode
 tok/s × bytes per token ÷ read bandwidth (1.0: decode runs at the speed of
 memory).
 
+With several MODELs it loads them all and measures them in turns, one
+run of each per round with the first of a round rotating, so that a shared
+machine's changing state (memory bandwidth, other load) meets them all
+alike; it reports each one's figures and its decode and prefill rates over
+the first MODEL's, taken within each round.
+
 With --url URL --model NAME it benchmarks a running OpenAI- or Ollama-
 compatible server instead (edgectl serve, Ollama, llama-server, FastFlowLM,
 an NPU lane on a board), detecting the protocol unless --api says it; the
@@ -59,13 +66,17 @@ perplexity of FILE's text instead of timing (docs/engine.md, "edgectl bench",
 states the rules).`,
 		Example: `  edgectl bench model.gguf
   edgectl bench ./bitnet.h1b --runs 5 --prompt-tokens 256 --gen-tokens 128 --json
+  edgectl bench model-tq2_0.gguf model-sherry.h1b --runs 8
   edgectl bench --url http://board.lan:11434 --model qwen3
   edgectl bench --url http://127.0.0.1:8080 --api openai --model bitnet
   edgectl bench ./tinystories --perplexity story.txt --ctx 512`,
-		Args: cobra.MaximumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Model = args[0]
+			}
+			if len(args) > 1 {
+				opts.Compare = args
 			}
 			opts.changed = cmd.Flags().Changed
 			return runBench(cmd.Context(), io, opts)
@@ -117,6 +128,9 @@ func runBench(ctx context.Context, io *cli.IO, opts *benchOptions) error {
 			view.on(e)
 		}}
 
+	if len(opts.Compare) > 0 {
+		return runBenchCompare(ctx, io, opts, o)
+	}
 	if opts.URL != "" {
 		for _, f := range localOnly {
 			if opts.changed(f) {
@@ -174,6 +188,55 @@ func runBench(ctx context.Context, io *cli.IO, opts *benchOptions) error {
 		rep.Model = opts.Model // the Hub id, not the snapshot's commit hash
 	}
 	return printBench(io, rep)
+}
+
+// runBenchCompare measures several models in turns (bench.Compare).
+func runBenchCompare(ctx context.Context, io *cli.IO, opts *benchOptions, o bench.Options) error {
+	for _, f := range []string{"url", "model", "api", "api-key", "perplexity"} {
+		if opts.changed(f) {
+			return usagef("--%s takes one model; several MODELs are compared by timing them in turns", f)
+		}
+	}
+	paths := make([]string, len(opts.Compare))
+	for i, m := range opts.Compare {
+		p, err := resolveModel(ctx, io, m)
+		if err != nil {
+			return err
+		}
+		paths[i] = p
+	}
+	c, err := bench.Compare(ctx, paths, o)
+	if err != nil {
+		return err
+	}
+	for i, r := range c.Reports {
+		r.Model = opts.Compare[i] // as given: two files of one model share its name
+	}
+	if io.JSON {
+		return io.WriteJSON(c)
+	}
+	r0 := c.Reports[0]
+	io.Printf("%d models in turns on %d threads: %d rounds of %d prompt + %d generated tokens; ratios to the first within each round\n", len(c.Reports), r0.Threads, r0.Runs, r0.PromptTokens, r0.GenTokens)
+	io.Printf("%-28s %12s %12s %10s %10s %9s %12s\n", "model", "decode tok/s", "× first", "prefill", "× first", "roofline", "MB/token")
+	for i, r := range c.Reports {
+		roof, mb := "-", "-"
+		if r.RooflineRatio != nil {
+			roof, mb = fmt.Sprintf("%.2f", *r.RooflineRatio), fmt.Sprintf("%.4g", float64(*r.BytesPerToken)/1e6)
+		}
+		io.Printf("%-28s %12.1f %12s %10.1f %10s %9s %12s\n", r.Model, r.DecodeTPS.Median, ratioText(c.DecodeRatio[i]), r.PrefillTPS.Median, ratioText(c.PrefillRatio[i]), roof, mb)
+	}
+	if r0.ReadGBs != nil {
+		io.Printf("read bandwidth probed before the first model's runs: median %.1f GB/s (every model's in --json)\n", *r0.ReadGBs)
+	}
+	return nil
+}
+
+// ratioText is a ratio's median with its range over the rounds.
+func ratioText(s bench.Stat) string {
+	if s.Min == s.Max {
+		return fmt.Sprintf("%.2f", s.Median)
+	}
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", s.Median, s.Min, s.Max)
 }
 
 // printBench writes the report: one JSON object, or a small table.

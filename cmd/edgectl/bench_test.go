@@ -219,6 +219,9 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--url", dead, "--model", "tiny", "--threads", "2"}, exitUsage, "--threads"},
 		{[]string{"--url", dead, "--model", "tiny", "--api", "grpc"}, exitUsage, "--api"},
 		{[]string{runFixture, "--model", "tiny"}, exitUsage, "--model goes with --url"},
+		{[]string{runFixture, runFixture, "--url", dead}, exitUsage, "--url takes one model"},
+		{[]string{runFixture, runFixture, "--perplexity", missing}, exitUsage, "--perplexity takes one model"},
+		{[]string{runFixture, missing}, exitError, missing},
 		{nil, exitUsage, "MODEL"},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"bench"}, c.args...)...)
@@ -252,5 +255,62 @@ func TestBenchWithoutTokenizer(t *testing.T) {
 	code, out, errOut := runCLI(t, "bench", dir, "--perplexity", text)
 	if msg := errOut[strings.LastIndex(strings.TrimSpace(errOut), "\n")+1:]; code != exitError || out != "" || !strings.Contains(msg, "no tokenizer") {
 		t.Errorf("perplexity without a tokenizer: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// bench with two models measures them in turns: a report for each (the
+// same fields as one model's), and ratios to the first taken within
+// rounds: the first's are exactly 1, the other's within its rounds' range
+// and of the order of the medians' ratio.
+func TestBenchCompare(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bitnet")
+	if err := testmodel.Write(dir, testmodel.Spec{ModelType: "bitnet"}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "bench", runFixture, dir, "--runs", "3", "--prompt-tokens", "8", "--gen-tokens", "6", "--threads", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var c struct {
+		Reports []map[string]any `json:"reports"`
+		Decode  []bench.Stat     `json:"decode_ratio"`
+		Prefill []bench.Stat     `json:"prefill_ratio"`
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(c.Reports) != 2 || len(c.Decode) != 2 || len(c.Prefill) != 2 {
+		t.Fatalf("comparison of two models: %s", out)
+	}
+	for _, r := range c.Reports {
+		checkRates(t, r)
+		if r["runs"] != 3.0 || r["prompt_tokens"] != 8.0 || r["gen_tokens"] != 6.0 || !(r["read_gb_s"].(float64) > 0) {
+			t.Errorf("report: %v", r)
+		}
+	}
+	if one := (bench.Stat{Median: 1, Min: 1, Max: 1}); c.Decode[0] != one || c.Prefill[0] != one {
+		t.Errorf("the first model's ratios %+v, %+v, want 1", c.Decode[0], c.Prefill[0])
+	}
+	med := func(r map[string]any, k string) float64 { return r[k].(map[string]any)["median"].(float64) }
+	for _, x := range []struct {
+		s    bench.Stat
+		want float64
+	}{
+		{c.Decode[1], med(c.Reports[1], "decode_tok_s") / med(c.Reports[0], "decode_tok_s")},
+		{c.Prefill[1], med(c.Reports[1], "prefill_tok_s") / med(c.Reports[0], "prefill_tok_s")},
+	} {
+		if !(x.s.Min <= x.s.Median && x.s.Median <= x.s.Max) || x.s.Median < x.want/3 || x.s.Median > x.want*3 {
+			t.Errorf("ratio %+v, the medians give %v", x.s, x.want)
+		}
+	}
+
+	code, out, errOut = runCLI(t, "bench", runFixture, dir, "--runs", "1", "--prompt-tokens", "8", "--gen-tokens", "4")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, w := range []string{"2 models in turns", "× first", "roofline", runFixture, dir} {
+		if !strings.Contains(out, w) {
+			t.Errorf("table without %q:\n%s", w, out)
+		}
 	}
 }
