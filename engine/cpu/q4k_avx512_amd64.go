@@ -15,13 +15,20 @@ package cpu
 //go:noescape
 func rowsQ4KVNNI(w *byte, q *int8, d *float32, bsum *int16, nb int, nrows int, out *float32)
 
-// useQ4KVNNI puts the VNNI Q4_K kernel into k in rowsQ4KAVX2's place
-// (addSIMD calls it where the CPU also has VBMI's VPERMB and GFNI's
-// affine byte transform) and has the activations' Q8_K form written in
-// nibbleOrder too.
+// rowsQ5KVNNI is rowsQ4KVNNI for Q5_K (Q5_K_M files): the fifth bits
+// rotated into place and merged, two operations per 64 codes more.
+//
+//go:noescape
+func rowsQ5KVNNI(w *byte, q *int8, d *float32, bsum *int16, nb int, nrows int, out *float32)
+
+// useQ4KVNNI puts the VNNI Q4_K and Q5_K kernels into k in place of the
+// AVX2 ones (addSIMD calls it where the CPU also has VBMI's VPERMB and
+// GFNI's affine byte transform) and has the activations' Q8_K form
+// written in nibbleOrder too.
 func useQ4KVNNI(k *kernels) {
 	k.q8KNibbles = true
 	k.quant[typeQ4K].rows = nibbleRows(rowsQ4KVNNI, 144)
+	k.quant[typeQ5K].rows = nibbleRows(rowsQ5KVNNI, 176)
 }
 
 // nibbleRows is superBlockRows for a kernel that reads the activations in

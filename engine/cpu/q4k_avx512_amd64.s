@@ -92,6 +92,28 @@ GLOBL q4kvDShift<>(SB), RODATA|NOPTR, $16
 	VGF2P8AFFINEQB $0, Z16, Z9, Z8; \
 	VPDPBUSD (128*h+64)(DI), Z8, hi
 
+// Q5_K's half h: qs at 48+64h, and qh (bytes 16…47: bit 2c of qh[l] is
+// the fifth bit of chunk c's low nibble l, bit 2c+1 of its high one)
+// rotated so that each code's bit lands on bit 4 of its byte and merged
+// with VPTERNLOGD. Half 1's bits (4–7) are shifted down to half 0's
+// first, so both use the rotations Z30 (low nibbles: bits 0 and 2 of the
+// 256-bit halves' qwords to 4) and Z31 (high: bits 1 and 3); Z29 holds
+// 0x10 bytes. The codes are 0…31: four products still fit an int16.
+#define Q5KV_HALF(p, h, xlo, lo, xhi, hi) \
+	VPXOR xlo, xlo, xlo; \
+	VPXOR xhi, xhi, xhi; \
+	VMOVDQU64 (48+64*h)(p), Z9; \
+	VBROADCASTI64X4 16(p), Z15; \
+	VPSRLQ $(4*h), Z15, Z15; \
+	VPANDD Z9, Z17, Z8; \
+	VPROLVQ Z30, Z15, Z14; \
+	VPTERNLOGD $0xEA, Z8, Z29, Z14; \
+	VPDPBUSD (128*h)(DI), Z14, lo; \
+	VGF2P8AFFINEQB $0, Z16, Z9, Z8; \
+	VPROLVQ Z31, Z15, Z14; \
+	VPTERNLOGD $0xEA, Z8, Z29, Z14; \
+	VPDPBUSD (128*h+64)(DI), Z14, hi
+
 // Both rows' scales and mins (rows at p0 and p1) into Y13.
 #define Q4KV_SCALES(p0, p1) \
 	VMOVDQU 4(p0), X12; \
@@ -108,12 +130,29 @@ GLOBL q4kvDShift<>(SB), RODATA|NOPTR, $16
 // i01, i23 and ymin index: d·d_x·Σ sc·Σ n·x into zacc, −dmin·d_x·Σ m·Σx
 // into ymacc; dd is the row's stack slot for d·d_x and dmin·d_x.
 #define Q4KV_SB(p, zacc, ymacc, dd, i01, i23, ymin) \
+	Q45KV_PRE(i01, i23, ymin); \
+	Q4KV_HALF(p, 0, X4, Z4, X5, Z5); \
+	Q4KV_HALF(p, 1, X6, Z6, X7, Z7); \
+	Q45KV_POST(p, zacc, ymacc, dd)
+
+// Q5_K's: the same with the fifth bits merged into the codes.
+#define Q5KV_SB(p, zacc, ymacc, dd, i01, i23, ymin) \
+	Q45KV_PRE(i01, i23, ymin); \
+	Q5KV_HALF(p, 0, X4, Z4, X5, Z5); \
+	Q5KV_HALF(p, 1, X6, Z6, X7, Z7); \
+	Q45KV_POST(p, zacc, ymacc, dd)
+
+// The scale tables and the mins' sums of a super-block (Q45KV_SB's
+// first part).
+#define Q45KV_PRE(i01, i23, ymin) \
 	VPERMB.Z Z13, i01, K1, Z10; \
 	VPERMB.Z Z13, i23, K1, Z11; \
 	VPERMB.Z Y13, ymin, K1, Y12; \
-	VPMADDWD Y25, Y12, Y12; \
-	Q4KV_HALF(p, 0, X4, Z4, X5, Z5); \
-	Q4KV_HALF(p, 1, X6, Z6, X7, Z7); \
+	VPMADDWD Y25, Y12, Y12
+
+// The scales applied to the halves' sums, and both sums into the row's
+// accumulators (Q45KV_SB's last part).
+#define Q45KV_POST(p, zacc, ymacc, dd) \
 	VPACKSSDW Z5, Z4, Z4; \
 	VPACKSSDW Z7, Z6, Z6; \
 	VPMADDWD Z10, Z4, Z4; \
@@ -139,6 +178,29 @@ GLOBL q4kvDShift<>(SB), RODATA|NOPTR, $16
 	VADDPS X5, xacc, xacc; \
 	VMOVSS xacc, (dst)
 
+// Q45KV_CONSTS loads both kernels' constants (the register list above);
+// Z29 keeps the 0x10 bytes that offset the second row's indices.
+#define Q45KV_CONSTS \
+	MOVL $0x0f0f0f0f, AX; \
+	VPBROADCASTD AX, Z17; \
+	MOVQ $0x1020408000000000, AX; \
+	VPBROADCASTQ AX, Z16; \
+	VMOVDQU64 q4kvIdx01<>(SB), Z18; \
+	VMOVDQU64 q4kvIdx23<>(SB), Z19; \
+	VMOVDQU64 q4kvIdxMin<>(SB), Y20; \
+	MOVL $0x3f3f3f3f, AX; \
+	VPBROADCASTD AX, Y21; \
+	MOVL $0x30303030, AX; \
+	VPBROADCASTD AX, Y22; \
+	VBROADCASTI32X4 q4kvDShift<>(SB), Y23; \
+	MOVL $0x10101010, AX; \
+	VPBROADCASTD AX, Z29; \
+	VPADDB Z29, Z18, Z26; \
+	VPADDB Z29, Z19, Z27; \
+	VPADDB Y29, Y20, Y28; \
+	MOVQ $0x5555555555555555, AX; \
+	KMOVQ AX, K1
+
 // func rowsQ4KVNNI(w *byte, q *int8, d *float32, bsum *int16, nb int, nrows int, out *float32)
 TEXT ·rowsQ4KVNNI(SB), NOSPLIT, $16-56
 	MOVQ w+0(FP), SI
@@ -146,26 +208,7 @@ TEXT ·rowsQ4KVNNI(SB), NOSPLIT, $16-56
 	IMULQ $144, R10
 	MOVQ nrows+40(FP), R13
 	MOVQ out+48(FP), R14
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z17
-	MOVQ $0x1020408000000000, AX
-	VPBROADCASTQ AX, Z16
-	VMOVDQU64 q4kvIdx01<>(SB), Z18
-	VMOVDQU64 q4kvIdx23<>(SB), Z19
-	VMOVDQU64 q4kvIdxMin<>(SB), Y20
-	MOVL $0x3f3f3f3f, AX
-	VPBROADCASTD AX, Y21
-	MOVL $0x30303030, AX
-	VPBROADCASTD AX, Y22
-	VBROADCASTI32X4 q4kvDShift<>(SB), Y23
-	// The second row's indices: its scales are in bytes 16…31.
-	MOVL $0x10101010, AX
-	VPBROADCASTD AX, Z29
-	VPADDB Z29, Z18, Z26
-	VPADDB Z29, Z19, Z27
-	VPADDB Y29, Y20, Y28
-	MOVQ $0x5555555555555555, AX
-	KMOVQ AX, K1
+	Q45KV_CONSTS
 
 	// Rows i and i+half make a pair, two streams in different pages:
 	// adjacent rows interleaved within a page defeat the hardware
@@ -237,5 +280,108 @@ q4kvloop1:
 	Q4KV_END(Z0, Y0, X0, Y2, R14)
 
 q4kvdone:
+	VZEROUPPER
+	RET
+
+// q5kvRotLo/Hi: the qh qword rotations (Q5KV_HALF).
+DATA q5kvRotLo<>+0(SB)/8, $4
+DATA q5kvRotLo<>+8(SB)/8, $4
+DATA q5kvRotLo<>+16(SB)/8, $4
+DATA q5kvRotLo<>+24(SB)/8, $4
+DATA q5kvRotLo<>+32(SB)/8, $2
+DATA q5kvRotLo<>+40(SB)/8, $2
+DATA q5kvRotLo<>+48(SB)/8, $2
+DATA q5kvRotLo<>+56(SB)/8, $2
+GLOBL q5kvRotLo<>(SB), RODATA|NOPTR, $64
+
+DATA q5kvRotHi<>+0(SB)/8, $3
+DATA q5kvRotHi<>+8(SB)/8, $3
+DATA q5kvRotHi<>+16(SB)/8, $3
+DATA q5kvRotHi<>+24(SB)/8, $3
+DATA q5kvRotHi<>+32(SB)/8, $1
+DATA q5kvRotHi<>+40(SB)/8, $1
+DATA q5kvRotHi<>+48(SB)/8, $1
+DATA q5kvRotHi<>+56(SB)/8, $1
+GLOBL q5kvRotHi<>(SB), RODATA|NOPTR, $64
+
+// func rowsQ5KVNNI(w *byte, q *int8, d *float32, bsum *int16, nb int, nrows int, out *float32)
+TEXT ·rowsQ5KVNNI(SB), NOSPLIT, $16-56
+	MOVQ w+0(FP), SI
+	MOVQ nb+32(FP), R10
+	IMULQ $176, R10
+	MOVQ nrows+40(FP), R13
+	MOVQ out+48(FP), R14
+	Q45KV_CONSTS
+	VMOVDQU64 q5kvRotLo<>(SB), Z30
+	VMOVDQU64 q5kvRotHi<>(SB), Z31
+
+	// Rows i and i+half make a pair, as in rowsQ4KVNNI.
+	MOVQ R13, R12
+	SHRQ $1, R12
+	MOVQ R12, R11
+	IMULQ R10, R11
+	LEAQ (R14)(R12*4), BX
+	TESTQ R12, R12
+	JEQ q5kvone
+
+q5kvpair:
+	LEAQ (SI)(R11*1), R9
+	MOVQ q+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ bsum+24(FP), R8
+	MOVQ nb+32(FP), CX
+	VPXOR X0, X0, X0
+	VPXOR X1, X1, X1
+	VPXOR X2, X2, X2
+	VPXOR X3, X3, X3
+
+q5kvloop2:
+	VBROADCASTSS (DX), X24
+	VMOVDQU64 (R8), Y25
+	Q4KV_SCALES(SI, R9)
+	Q5KV_SB(SI, Z0, Y2, 0, Z18, Z19, Y20)
+	Q5KV_SB(R9, Z1, Y3, 8, Z26, Z27, Y28)
+	ADDQ $176, SI
+	ADDQ $176, R9
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R8
+	DECQ CX
+	JNE q5kvloop2
+	Q4KV_END(Z0, Y0, X0, Y2, R14)
+	Q4KV_END(Z1, Y1, X1, Y3, BX)
+	ADDQ $4, R14
+	ADDQ $4, BX
+	DECQ R12
+	JNE q5kvpair
+	// An odd count leaves the last row: SI is at row half, BX at its
+	// output 2·half.
+	ANDQ $1, R13
+	JEQ q5kvdone
+	ADDQ R11, SI
+	MOVQ BX, R14
+
+q5kvone:
+	MOVQ q+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ bsum+24(FP), R8
+	MOVQ nb+32(FP), CX
+	VPXOR X0, X0, X0
+	VPXOR X2, X2, X2
+
+q5kvloop1:
+	VBROADCASTSS (DX), X24
+	VMOVDQU64 (R8), Y25
+	Q4KV_SCALES(SI, SI)
+	Q5KV_SB(SI, Z0, Y2, 0, Z18, Z19, Y20)
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R8
+	DECQ CX
+	JNE q5kvloop1
+	Q4KV_END(Z0, Y0, X0, Y2, R14)
+
+q5kvdone:
 	VZEROUPPER
 	RET

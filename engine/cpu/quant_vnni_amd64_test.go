@@ -26,6 +26,7 @@ func vnniQuantCases() []vnniQuantCase {
 	return []vnniQuantCase{
 		{false, gguf.TypeQ2_K, typeQ2K, 84, 80, 82, superBlockRows(rowsQ2KVNNI, 84)},
 		{true, gguf.TypeQ4_K, typeQ4K, 144, 0, 2, nibbleRows(rowsQ4KVNNI, 144)},
+		{true, gguf.TypeQ5_K, typeQ5K, 176, 0, 2, nibbleRows(rowsQ5KVNNI, 176)},
 		{true, gguf.TypeQ6_K, typeQ6K, 210, 208, 208, superBlockRows(rowsQ6KVNNI, 210)},
 	}
 }
