@@ -201,81 +201,93 @@ GLOBL q4kvDShift<>(SB), RODATA|NOPTR, $16
 	MOVQ $0x5555555555555555, AX; \
 	KMOVQ AX, K1
 
+// The two kernels' loop bookkeeping. Q45KV_START: the row stride (R10,
+// nb·bs), the pairs (R12) of rows i and i+half, two streams in
+// different pages — adjacent rows interleaved within a page defeat the
+// hardware prefetcher (8 GB/s against 19 from memory on one Zen 4 core)
+// — the second row's weight offset (R11) and output (BX); to one without
+// a pair.
+#define Q45KV_START(bs, one) \
+	MOVQ w+0(FP), SI; \
+	MOVQ nb+32(FP), R10; \
+	IMULQ $bs, R10; \
+	MOVQ nrows+40(FP), R13; \
+	MOVQ out+48(FP), R14; \
+	Q45KV_CONSTS; \
+	MOVQ R13, R12; \
+	SHRQ $1, R12; \
+	MOVQ R12, R11; \
+	IMULQ R10, R11; \
+	LEAQ (R14)(R12*4), BX; \
+	TESTQ R12, R12; \
+	JEQ one
+
+// Q45KV_ROW: a row's (or pair's) pass starts at the activations' first
+// super-block.
+#define Q45KV_ROW \
+	MOVQ q+8(FP), DI; \
+	MOVQ d+16(FP), DX; \
+	MOVQ bsum+24(FP), R8; \
+	MOVQ nb+32(FP), CX; \
+	VPXOR X0, X0, X0; \
+	VPXOR X1, X1, X1; \
+	VPXOR X2, X2, X2; \
+	VPXOR X3, X3, X3
+
+// Q45KV_LOADS: the super-block's d_x and activation sums.
+#define Q45KV_LOADS \
+	VBROADCASTSS (DX), X24; \
+	VMOVDQU64 (R8), Y25
+
+// Q45KV_NEXT: on to the next super-block (flags: super-blocks left).
+#define Q45KV_NEXT(bs) \
+	ADDQ $bs, SI; \
+	ADDQ $bs, R9; \
+	ADDQ $256, DI; \
+	ADDQ $4, DX; \
+	ADDQ $32, R8; \
+	DECQ CX
+
+// Q45KV_PAIR_END stores a pair's sums and goes on to the next pair;
+// after the last, an odd count leaves the last row: SI is at row half,
+// BX at its output 2·half (to done when the count is even).
+#define Q45KV_PAIR_END(pair, done) \
+	Q4KV_END(Z0, Y0, X0, Y2, R14); \
+	Q4KV_END(Z1, Y1, X1, Y3, BX); \
+	ADDQ $4, R14; \
+	ADDQ $4, BX; \
+	DECQ R12; \
+	JNE pair; \
+	ANDQ $1, R13; \
+	JEQ done; \
+	ADDQ R11, SI; \
+	MOVQ BX, R14
+
 // func rowsQ4KVNNI(w *byte, q *int8, d *float32, bsum *int16, nb int, nrows int, out *float32)
 TEXT ·rowsQ4KVNNI(SB), NOSPLIT, $16-56
-	MOVQ w+0(FP), SI
-	MOVQ nb+32(FP), R10
-	IMULQ $144, R10
-	MOVQ nrows+40(FP), R13
-	MOVQ out+48(FP), R14
-	Q45KV_CONSTS
-
-	// Rows i and i+half make a pair, two streams in different pages:
-	// adjacent rows interleaved within a page defeat the hardware
-	// prefetcher (8 GB/s against 19 from memory on one Zen 4 core).
-	MOVQ R13, R12
-	SHRQ $1, R12
-	MOVQ R12, R11
-	IMULQ R10, R11
-	LEAQ (R14)(R12*4), BX
-	TESTQ R12, R12
-	JEQ q4kvone
+	Q45KV_START(144, q4kvone)
 
 q4kvpair:
 	LEAQ (SI)(R11*1), R9
-	MOVQ q+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ bsum+24(FP), R8
-	MOVQ nb+32(FP), CX
-	VPXOR X0, X0, X0
-	VPXOR X1, X1, X1
-	VPXOR X2, X2, X2
-	VPXOR X3, X3, X3
+	Q45KV_ROW
 
 q4kvloop2:
-	VBROADCASTSS (DX), X24
-	VMOVDQU64 (R8), Y25
+	Q45KV_LOADS
 	Q4KV_SCALES(SI, R9)
 	Q4KV_SB(SI, Z0, Y2, 0, Z18, Z19, Y20)
 	Q4KV_SB(R9, Z1, Y3, 8, Z26, Z27, Y28)
-	ADDQ $144, SI
-	ADDQ $144, R9
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, R8
-	DECQ CX
+	Q45KV_NEXT(144)
 	JNE q4kvloop2
-	Q4KV_END(Z0, Y0, X0, Y2, R14)
-	Q4KV_END(Z1, Y1, X1, Y3, BX)
-	ADDQ $4, R14
-	ADDQ $4, BX
-	DECQ R12
-	JNE q4kvpair
-	// An odd count leaves the last row: SI is at row half, BX at its
-	// output 2·half.
-	ANDQ $1, R13
-	JEQ q4kvdone
-	ADDQ R11, SI
-	MOVQ BX, R14
+	Q45KV_PAIR_END(q4kvpair, q4kvdone)
 
 q4kvone:
-	MOVQ q+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ bsum+24(FP), R8
-	MOVQ nb+32(FP), CX
-	VPXOR X0, X0, X0
-	VPXOR X2, X2, X2
+	Q45KV_ROW
 
 q4kvloop1:
-	VBROADCASTSS (DX), X24
-	VMOVDQU64 (R8), Y25
+	Q45KV_LOADS
 	Q4KV_SCALES(SI, SI)
 	Q4KV_SB(SI, Z0, Y2, 0, Z18, Z19, Y20)
-	ADDQ $144, SI
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, R8
-	DECQ CX
+	Q45KV_NEXT(144)
 	JNE q4kvloop1
 	Q4KV_END(Z0, Y0, X0, Y2, R14)
 
@@ -306,79 +318,31 @@ GLOBL q5kvRotHi<>(SB), RODATA|NOPTR, $64
 
 // func rowsQ5KVNNI(w *byte, q *int8, d *float32, bsum *int16, nb int, nrows int, out *float32)
 TEXT ·rowsQ5KVNNI(SB), NOSPLIT, $16-56
-	MOVQ w+0(FP), SI
-	MOVQ nb+32(FP), R10
-	IMULQ $176, R10
-	MOVQ nrows+40(FP), R13
-	MOVQ out+48(FP), R14
-	Q45KV_CONSTS
 	VMOVDQU64 q5kvRotLo<>(SB), Z30
 	VMOVDQU64 q5kvRotHi<>(SB), Z31
-
-	// Rows i and i+half make a pair, as in rowsQ4KVNNI.
-	MOVQ R13, R12
-	SHRQ $1, R12
-	MOVQ R12, R11
-	IMULQ R10, R11
-	LEAQ (R14)(R12*4), BX
-	TESTQ R12, R12
-	JEQ q5kvone
+	Q45KV_START(176, q5kvone)
 
 q5kvpair:
 	LEAQ (SI)(R11*1), R9
-	MOVQ q+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ bsum+24(FP), R8
-	MOVQ nb+32(FP), CX
-	VPXOR X0, X0, X0
-	VPXOR X1, X1, X1
-	VPXOR X2, X2, X2
-	VPXOR X3, X3, X3
+	Q45KV_ROW
 
 q5kvloop2:
-	VBROADCASTSS (DX), X24
-	VMOVDQU64 (R8), Y25
+	Q45KV_LOADS
 	Q4KV_SCALES(SI, R9)
 	Q5KV_SB(SI, Z0, Y2, 0, Z18, Z19, Y20)
 	Q5KV_SB(R9, Z1, Y3, 8, Z26, Z27, Y28)
-	ADDQ $176, SI
-	ADDQ $176, R9
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, R8
-	DECQ CX
+	Q45KV_NEXT(176)
 	JNE q5kvloop2
-	Q4KV_END(Z0, Y0, X0, Y2, R14)
-	Q4KV_END(Z1, Y1, X1, Y3, BX)
-	ADDQ $4, R14
-	ADDQ $4, BX
-	DECQ R12
-	JNE q5kvpair
-	// An odd count leaves the last row: SI is at row half, BX at its
-	// output 2·half.
-	ANDQ $1, R13
-	JEQ q5kvdone
-	ADDQ R11, SI
-	MOVQ BX, R14
+	Q45KV_PAIR_END(q5kvpair, q5kvdone)
 
 q5kvone:
-	MOVQ q+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ bsum+24(FP), R8
-	MOVQ nb+32(FP), CX
-	VPXOR X0, X0, X0
-	VPXOR X2, X2, X2
+	Q45KV_ROW
 
 q5kvloop1:
-	VBROADCASTSS (DX), X24
-	VMOVDQU64 (R8), Y25
+	Q45KV_LOADS
 	Q4KV_SCALES(SI, SI)
 	Q5KV_SB(SI, Z0, Y2, 0, Z18, Z19, Y20)
-	ADDQ $176, SI
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, R8
-	DECQ CX
+	Q45KV_NEXT(176)
 	JNE q5kvloop1
 	Q4KV_END(Z0, Y0, X0, Y2, R14)
 
