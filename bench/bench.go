@@ -129,6 +129,7 @@ func Run(ctx context.Context, path string, o Options) (*Report, error) {
 // session is one model loaded, warmed up and ready to be measured.
 type session struct {
 	o      Options
+	label  string // prefixed to its progress lines (Compare: the model's path)
 	m      engine.Model
 	info   engine.ModelInfo
 	tg     engine.TokenGenerator
@@ -196,7 +197,7 @@ func (s *session) measure(ctx context.Context, i int) (run, error) {
 	if err := r.usable(i); err != nil {
 		return r, err
 	}
-	s.o.Progress.Emit(progress.Event{Event: progress.Progress, Step: "bench", Done: int64(i), Total: int64(s.o.Runs), Unit: "runs", Message: r.line(i, s.o.Runs)})
+	s.o.Progress.Emit(progress.Event{Event: progress.Progress, Step: "bench", Done: int64(i), Total: int64(s.o.Runs), Unit: "runs", Message: s.label + r.line(i, s.o.Runs)})
 	return r, nil
 }
 

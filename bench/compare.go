@@ -43,6 +43,7 @@ func Compare(ctx context.Context, paths []string, o Options) (*Comparison, error
 		if err != nil {
 			return nil, err
 		}
+		s.label = p + ": "
 		sessions = append(sessions, s)
 	}
 	n := len(sessions)

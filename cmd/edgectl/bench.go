@@ -217,13 +217,17 @@ func runBenchCompare(ctx context.Context, io *cli.IO, opts *benchOptions, o benc
 	}
 	r0 := c.Reports[0]
 	io.Printf("%d models in turns on %d threads: %d rounds of %d prompt + %d generated tokens; ratios to the first within each round\n", len(c.Reports), r0.Threads, r0.Runs, r0.PromptTokens, r0.GenTokens)
-	io.Printf("%-28s %12s %12s %10s %10s %9s %12s\n", "model", "decode tok/s", "× first", "prefill", "× first", "roofline", "MB/token")
+	w := len("model")
+	for _, r := range c.Reports {
+		w = max(w, len(r.Model))
+	}
+	io.Printf("%-*s %12s %-18s %12s %-18s %9s %9s\n", w, "model", "decode tok/s", " × first", "prefill tok/s", " × first", "roofline", "MB/token")
 	for i, r := range c.Reports {
 		roof, mb := "-", "-"
 		if r.RooflineRatio != nil {
 			roof, mb = fmt.Sprintf("%.2f", *r.RooflineRatio), fmt.Sprintf("%.4g", float64(*r.BytesPerToken)/1e6)
 		}
-		io.Printf("%-28s %12.1f %12s %10.1f %10s %9s %12s\n", r.Model, r.DecodeTPS.Median, ratioText(c.DecodeRatio[i]), r.PrefillTPS.Median, ratioText(c.PrefillRatio[i]), roof, mb)
+		io.Printf("%-*s %12.1f %-18s %12.1f %-18s %9s %9s\n", w, r.Model, r.DecodeTPS.Median, " "+ratioText(c.DecodeRatio[i]), r.PrefillTPS.Median, " "+ratioText(c.PrefillRatio[i]), roof, mb)
 	}
 	if r0.ReadGBs != nil {
 		io.Printf("read bandwidth probed before the first model's runs: median %.1f GB/s (every model's in --json)\n", *r0.ReadGBs)
