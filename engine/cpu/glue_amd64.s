@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // AVX2+FMA versions of the glue kernels (the small passes between the
 // products: activation quantization, rmsnorm, softmax, BitNet's gate and
@@ -581,12 +582,7 @@ asloop:
 	VMOVUPS 480(DI), Y7
 	VFMADD231PS 480(SI), Y7, Y1
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VADDPS X1, X0, X0
+	HSUM_Y0
 	VMOVSS scale+32(FP), X1
 	VMULSS X1, X0, X0
 	VMOVSS X0, (DX)

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // The AVX2 GPTQ/AWQ int4 row product (gptq_kernels.go has the contract,
 // gptq_linear.go the layout). Each 16-byte block holds 32 unsigned 4-bit
@@ -24,15 +25,6 @@
 	VCVTDQ2PS Y3, Y3; \
 	VBROADCASTSS doff(DX), Y4; \
 	VFMADD231PS Y4, Y3, acc
-
-// Horizontal sum of Y0's eight floats into X0's lane 0.
-#define GPTQ_HSUM_Y0 \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS X1, X0, X0; \
-	VPERMILPS $0x4E, X0, X1; \
-	VADDPS X1, X0, X0; \
-	VPERMILPS $0xB1, X0, X1; \
-	VADDPS X1, X0, X0
 
 // func gptqRowsAVX2(w *byte, sm *float32, q *int8, d *float32, xg *float32, ng int, nb int, nrows int, out *float32)
 // nrows consecutive rows of ng groups of nb blocks (ng, nb, nrows ≥ 1).
@@ -92,7 +84,7 @@ gptqscale:
 	DECQ R11
 	JNE gptqgroup
 
-	GPTQ_HSUM_Y0
+	HSUM_Y0
 	VADDSS X7, X0, X0
 	VMOVSS X0, (R9)
 	ADDQ $4, R9

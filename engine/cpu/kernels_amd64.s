@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Prefetch distances (bytes ahead) for the decode kernels, which stream
 // weights from memory: software prefetch lets the loads of the next rows
@@ -181,12 +182,7 @@ f32sum:
 	VADDPS Y1, Y0, Y0
 	VADDPS Y3, Y2, Y2
 	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VADDPS X1, X0, X0
+	HSUM_Y0
 	VZEROUPPER
 	VMOVSS X0, ret+24(FP)
 	RET
@@ -222,12 +218,7 @@ f16sum:
 	VADDPS Y1, Y0, Y0
 	VADDPS Y3, Y2, Y2
 	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VADDPS X1, X0, X0
+	HSUM_Y0
 	VZEROUPPER
 	VMOVSS X0, ret+24(FP)
 	RET
@@ -2080,14 +2071,7 @@ asloop:
 	VFMADD231PS 384(DI), Z22, Z0
 	VFMADD231PS 448(DI), Z23, Z1
 	VADDPS Z1, Z0, Z0
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VADDPS X1, X0, X0
+	HSUM_Z0
 	VMULSS X15, X0, X0
 	VMOVSS X0, (DX)
 	ADDQ BX, DI
@@ -2416,14 +2400,7 @@ exloop:
 	DECQ CX
 	JNE exloop
 exdone:
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VADDPS X1, X0, X0
+	HSUM_Z0
 	VZEROUPPER
 	VMOVSS X0, ret+24(FP)
 	RET

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // The AVX-512 VNNI one-token Q2_K kernel (the format and portable kernel
 // are in quant_kernels.go; why a one-token 512-bit kernel pays for this
@@ -148,12 +149,7 @@ q2kvloop:
 	VEXTRACTF64X4 $1, Z0, Y2
 	VADDPS Y2, Y0, Y0
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VADDPS X1, X0, X0
+	HSUM_Y0
 	VMOVSS X0, (R14)
 	ADDQ $4, R14
 	DECQ R13

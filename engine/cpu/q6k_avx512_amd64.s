@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // The AVX-512 VNNI one-token Q6_K kernel (the format and portable kernel
 // are in quant_kernels.go; why: q6k_avx512_amd64.go). Needs VBMI's
@@ -139,14 +140,7 @@ q6kvloop:
 	DECQ CX
 	JNE q6kvloop
 
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VADDPS X1, X0, X0
+	HSUM_Z0
 	VMOVSS X0, (R14)
 	ADDQ $4, R14
 	DECQ R13

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // AVX2 row products of the GGUF block types (quant_kernels.go has the
 // portable ones and the formats). Each multiplies a run of weight rows
@@ -69,15 +70,6 @@ DATA q6kScaleShuf<>+104(SB)/8, $0x0d0d0d0d0d0d0d0d
 DATA q6kScaleShuf<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
 DATA q6kScaleShuf<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL q6kScaleShuf<>(SB), RODATA|NOPTR, $128
-
-// Horizontal sum of Y0's eight floats into X0's lane 0.
-#define HSUM_Y0 \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS X1, X0, X0; \
-	VPERMILPS $0x4E, X0, X1; \
-	VADDPS X1, X0, X0; \
-	VPERMILPS $0xB1, X0, X1; \
-	VADDPS X1, X0, X0
 
 // Y4 = broadcast(fp16 at woff(SI) · float32 at doff(DX)).
 #define BLOCK_SCALE(woff, doff) \

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // AVX2 row products of Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K and Q3_K, built as
 // quant_amd64.s's (the formats and portable kernels are in
@@ -55,15 +56,6 @@ DATA pairScaleShuf<>+104(SB)/8, $0x0d0d0d0d0d0d0d0d
 DATA pairScaleShuf<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
 DATA pairScaleShuf<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL pairScaleShuf<>(SB), RODATA|NOPTR, $128
-
-// Horizontal sum of Y0's eight floats into X0's lane 0 (uses X1).
-#define HSUM_Y0 \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS X1, X0, X0; \
-	VPERMILPS $0x4E, X0, X1; \
-	VADDPS X1, X0, X0; \
-	VPERMILPS $0xB1, X0, X1; \
-	VADDPS X1, X0, X0
 
 // BCAST32(c, x, y): the 32-bit constant c in every lane of y (uses AX).
 #define BCAST32(c, x, y) \
