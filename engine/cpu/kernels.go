@@ -39,9 +39,6 @@ type kernels struct {
 	// ones to rounding: FMA and another summation order).
 	tern  [numTernTypes]ternKernels
 	quant [numQuantTypes]quantKernels
-	// q8KNibbles says a one-token K-quant kernel reads the Q8_K codes in
-	// nibbleOrder too (q8Blocks.qn, written with q).
-	q8KNibbles bool
 	// sherryNative says the table's Sherry kernels decode the 1.25-bit
 	// rows as stored faster than the I2x4 repack (AVX-512 VBMI: 1.2× on
 	// the 12-layer model, docs/engine.md "Sherry as stored"), so the load

@@ -142,6 +142,9 @@ func (a *acts) prepare(w linear) {
 	}
 	if q, ok := w.(*quantLinear); ok {
 		a.quantizeBlocks(q.form)
+		if a.kern.quant[q.qt].nibbles {
+			a.nibbles()
+		}
 	}
 	if g, ok := w.(*gptqLinear); ok {
 		a.prepareGPTQ(g.lay)

@@ -23,12 +23,11 @@ func rowsQ5KVNNI(w *byte, q *int8, d *float32, bsum *int16, nb int, nrows int, o
 
 // useQ4KVNNI puts the VNNI Q4_K and Q5_K kernels into k in place of the
 // AVX2 ones (addSIMD calls it where the CPU also has VBMI's VPERMB and
-// GFNI's affine byte transform) and has the activations' Q8_K form
-// written in nibbleOrder too.
+// GFNI's affine byte transform), marked as reading the activations in
+// nibbleOrder (quantKernels.nibbles: acts.prepare writes them).
 func useQ4KVNNI(k *kernels) {
-	k.q8KNibbles = true
-	k.quant[typeQ4K].rows = nibbleRows(rowsQ4KVNNI, 144)
-	k.quant[typeQ5K].rows = nibbleRows(rowsQ5KVNNI, 176)
+	k.quant[typeQ4K].rows, k.quant[typeQ4K].nibbles = nibbleRows(rowsQ4KVNNI, 144), true
+	k.quant[typeQ5K].rows, k.quant[typeQ5K].nibbles = nibbleRows(rowsQ5KVNNI, 176), true
 }
 
 // nibbleRows is superBlockRows for a kernel that reads the activations in

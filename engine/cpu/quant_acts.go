@@ -34,11 +34,12 @@ func (f blockForm) sumLen() int   { return [...]int{32, 16}[f] }
 // blockActs is one block form of an acts batch: n rows of k codes, k /
 // blockLen scales and k / sumLen sums each.
 type blockActs struct {
-	q   []int8
-	qn  []int8 // q in nibbleOrder (formQ8_K, when kernels.q8KNibbles)
-	d   []float32
-	sum []int16
-	ok  bool
+	q    []int8
+	qn   []int8 // q in nibbleOrder (formQ8_K, for the kernels that read it)
+	d    []float32
+	sum  []int16
+	ok   bool
+	qnOK bool // qn is q's
 }
 
 // q8Blocks is one activation row in a block form, as the kernels read it.
@@ -55,7 +56,7 @@ func (a *acts) quantizeBlocks(f blockForm) {
 	if b.ok {
 		return
 	}
-	b.ok = true
+	b.ok, b.qnOK = true, false
 	nb, ns := a.k/f.blockLen(), a.k/f.sumLen()
 	b.q = grow(b.q, a.n*a.k)
 	b.d = grow(b.d, a.n*nb)
@@ -67,10 +68,18 @@ func (a *acts) quantizeBlocks(f blockForm) {
 	for t := range a.n {
 		quant(a.f[t*a.k:(t+1)*a.k], b.q[t*a.k:(t+1)*a.k], b.d[t*nb:(t+1)*nb], b.sum[t*ns:(t+1)*ns])
 	}
-	if f == formQ8_K && a.kern.q8KNibbles {
-		b.qn = grow(b.qn, a.n*a.k)
-		nibbleOrder(b.qn, b.q[:a.n*a.k])
+}
+
+// nibbles writes the Q8_K form's codes in nibbleOrder too (after
+// quantizeBlocks), once per batch, for the kernels that read them.
+func (a *acts) nibbles() {
+	b := &a.blocks[formQ8_K]
+	if b.qnOK {
+		return
 	}
+	b.qnOK = true
+	b.qn = grow(b.qn, a.n*a.k)
+	nibbleOrder(b.qn, b.q[:a.n*a.k])
 }
 
 // nibbleOrder writes q with the middle two quarters of every 128 codes
@@ -94,7 +103,7 @@ func (a *acts) blockRow(f blockForm, t int) q8Blocks {
 	b := &a.blocks[f]
 	nb, ns := a.k/f.blockLen(), a.k/f.sumLen()
 	x := q8Blocks{q: b.q[t*a.k : (t+1)*a.k], d: b.d[t*nb : (t+1)*nb], sum: b.sum[t*ns : (t+1)*ns]}
-	if f == formQ8_K && a.kern.q8KNibbles {
+	if b.qnOK {
 		x.qn = b.qn[t*a.k : (t+1)*a.k]
 	}
 	return x

@@ -83,6 +83,9 @@ type quantKernels struct {
 	rows   func(w []byte, x q8Blocks, out []float32)
 	rowsN  func(w []byte, x q8Blocks, out []float32, ldo int)
 	tokens int
+	// nibbles says rows reads the activations' codes in nibbleOrder too
+	// (q8Blocks.qn; acts.prepare writes them).
+	nibbles bool
 }
 
 // rowsOf makes a rows kernel of a one-row kernel.
