@@ -13,7 +13,8 @@ package cpu
 func rowsQ6KVNNI(w *byte, q *int8, d *float32, bsum *int16, nb int, nrows int, out *float32)
 
 // useQ6KVNNI puts the VNNI Q6_K kernel into k in rowsQ6KAVX2's place
-// (addSIMD calls it where the CPU has GFNI, with VNNI).
+// (addSIMD calls it with the Q4_K one, under cpuFeatures.vbmi; the
+// kernel itself needs only GFNI besides AVX-512 BW and VNNI).
 func useQ6KVNNI(k *kernels) {
 	k.quant[typeQ6K].rows = superBlockRows(rowsQ6KVNNI, 210)
 }

@@ -4,8 +4,8 @@
 #include "hsum_amd64.h"
 
 // The AVX-512 VNNI one-token Q6_K kernel (the format and portable kernel
-// are in quant_kernels.go; why: q6k_avx512_amd64.go). Needs VBMI's
-// sibling VPERMW (AVX-512 BW) and GFNI besides VNNI.
+// are in quant_kernels.go; why: q6k_avx512_amd64.go). Needs GFNI besides
+// VNNI (VPERMW is AVX-512 BW).
 //
 // Half h of a super-block is one 64-byte load of ql (its low nibbles are
 // elements 128h…128h+63 in order, its high ones 128h+64…128h+127) and the
