@@ -304,7 +304,7 @@ func useVNNI(k *kernels) {
 		_ = xu[kk-1]
 		q8RowsVNNI(unsafe.SliceData(w), unsafe.SliceData(xu), kk, kk&^63, len(out), unsafe.SliceData(out))
 	}
-	useQ2KVNNI(k) // q2k_avx512_amd64.go: the one-token Q2_K kernel
+	useQ23KVNNI(k) // q23k_avx512_amd64.go: the one-token Q2_K and Q3_K kernels
 	i2.dot = i2DotKernel(i2DotVNNI, i2Block)
 	i2.rows = func(rows []byte, qp []int8, total int32, xs float32, scale, out []float32) {
 		nb := len(qp) / 256

@@ -25,6 +25,7 @@ type vnniQuantCase struct {
 func vnniQuantCases() []vnniQuantCase {
 	return []vnniQuantCase{
 		{false, gguf.TypeQ2_K, typeQ2K, 84, 80, 82, superBlockRows(rowsQ2KVNNI, 84)},
+		{false, gguf.TypeQ3_K, typeQ3K, 110, 108, 108, superBlockRows(rowsQ3KVNNI, 110)},
 		{true, gguf.TypeQ4_K, typeQ4K, 144, 0, 2, nibbleRows(rowsQ4KVNNI, 144)},
 		{true, gguf.TypeQ5_K, typeQ5K, 176, 0, 2, nibbleRows(rowsQ5KVNNI, 176)},
 		{true, gguf.TypeQ6_K, typeQ6K, 210, 208, 208, superBlockRows(rowsQ6KVNNI, 210)},
@@ -63,40 +64,44 @@ func TestVNNIQuantMatchesPortable(t *testing.T) {
 	port := newKernels(cpuFeatures{})
 	rng := rand.New(rand.NewPCG(21, 2))
 	for _, c := range vnniQuantCases() {
-		bb := c.blockBytes
-		for kname, rows := range vnniRows(t, c) {
-			name := c.typ.String() + " " + kname
-			for _, nb := range []int{1, 2, 3, 9} {
-				const nrows = 17
-				k := 256 * nb
-				w := extremeQuantRows(t, rng, c.typ, nrows, k)
-				for xi, x := range extremeActs(rng, port, formQ8_K, k) {
-					x = withNibbles(x)
-					for n := 1; n <= nrows; n++ {
-						for _, r0 := range []int{0, nrows - n} {
-							rw := w[r0*bb*nb : (r0+n)*bb*nb]
-							got, want := make([]float32, n+1), make([]float32, n)
-							got[n] = float32(math.NaN())
-							rows(rw, x, got[:n])
-							port.quant[c.qt].rows(rw, x, want)
-							if !math.IsNaN(float64(got[n])) {
-								t.Fatalf("%s, %d blocks, %d rows: wrote %v past the last row", name, nb, n, got[n])
-							}
-							for i := range want {
-								_, mag := quantDotReference(c.typ, formQ8_K, rw[i*bb*nb:(i+1)*bb*nb], x)
-								if tol := float64(nb+16) * 0x1p-23 * mag; math.Abs(float64(got[i])-float64(want[i])) > tol {
-									t.Fatalf("%s, %d blocks, activations %d, rows %d…%d: row %d %v, portable %v (Σ|terms| %v)", name, nb, xi, r0, r0+n-1, r0+i, got[i], want[i], mag)
-								}
+		t.Run(c.typ.String(), func(t *testing.T) { vnniMatchesPortable(t, port, rng, c) })
+	}
+}
+
+func vnniMatchesPortable(t *testing.T, port *kernels, rng *rand.Rand, c vnniQuantCase) {
+	bb := c.blockBytes
+	for kname, rows := range vnniRows(t, c) {
+		name := c.typ.String() + " " + kname
+		for _, nb := range []int{1, 2, 3, 9} {
+			const nrows = 17
+			k := 256 * nb
+			w := extremeQuantRows(t, rng, c.typ, nrows, k)
+			for xi, x := range extremeActs(rng, port, formQ8_K, k) {
+				x = withNibbles(x)
+				for n := 1; n <= nrows; n++ {
+					for _, r0 := range []int{0, nrows - n} {
+						rw := w[r0*bb*nb : (r0+n)*bb*nb]
+						got, want := make([]float32, n+1), make([]float32, n)
+						got[n] = float32(math.NaN())
+						rows(rw, x, got[:n])
+						port.quant[c.qt].rows(rw, x, want)
+						if !math.IsNaN(float64(got[n])) {
+							t.Fatalf("%s, %d blocks, %d rows: wrote %v past the last row", name, nb, n, got[n])
+						}
+						for i := range want {
+							_, mag := quantDotReference(c.typ, formQ8_K, rw[i*bb*nb:(i+1)*bb*nb], x)
+							if tol := float64(nb+16) * 0x1p-23 * mag; math.Abs(float64(got[i])-float64(want[i])) > tol {
+								t.Fatalf("%s, %d blocks, activations %d, rows %d…%d: row %d %v, portable %v (Σ|terms| %v)", name, nb, xi, r0, r0+n-1, r0+i, got[i], want[i], mag)
 							}
 						}
 					}
 				}
 			}
-			out := []float32{1, 2}
-			rows(nil, q8Blocks{}, out)
-			if out[0] != 0 || out[1] != 0 {
-				t.Errorf("%s, no blocks: %v, want zeros", name, out)
-			}
+		}
+		out := []float32{1, 2}
+		rows(nil, q8Blocks{}, out)
+		if out[0] != 0 || out[1] != 0 {
+			t.Errorf("%s, no blocks: %v, want zeros", name, out)
 		}
 	}
 }
@@ -110,39 +115,43 @@ func TestVNNIQuantIntegerSumsExact(t *testing.T) {
 	port := newKernels(cpuFeatures{})
 	rng := rand.New(rand.NewPCG(21, 3))
 	for _, c := range vnniQuantCases() {
-		bb := c.blockBytes
-		for kname, rows := range vnniRows(t, c) {
-			name := c.typ.String() + " " + kname
-			for _, nb := range []int{1, 2, 5} {
-				const nrows = 9
-				w := make([]byte, nrows*nb*bb)
-				for b := range nrows * nb {
-					blk := w[bb*b : bb*b+bb]
-					for i := range blk {
-						blk[i] = [...]byte{byte(rng.IntN(256)), 0xff}[b%2]
-					}
-					binary.LittleEndian.PutUint16(blk[c.d:], 0x3c00)
-					binary.LittleEndian.PutUint16(blk[c.dmin:], 0x3c00)
+		t.Run(c.typ.String(), func(t *testing.T) { vnniIntegerSumsExact(t, port, rng, c) })
+	}
+}
+
+func vnniIntegerSumsExact(t *testing.T, port *kernels, rng *rand.Rand, c vnniQuantCase) {
+	bb := c.blockBytes
+	for kname, rows := range vnniRows(t, c) {
+		name := c.typ.String() + " " + kname
+		for _, nb := range []int{1, 2, 5} {
+			const nrows = 9
+			w := make([]byte, nrows*nb*bb)
+			for b := range nrows * nb {
+				blk := w[bb*b : bb*b+bb]
+				for i := range blk {
+					blk[i] = [...]byte{byte(rng.IntN(256)), 0xff}[b%2]
 				}
-				x := q8Blocks{q: make([]int8, 256*nb), d: make([]float32, nb), sum: make([]int16, 16*nb)}
-				for i := range x.q {
-					x.q[i] = int8(rng.IntN(256) - 128)
-					if i%97 == 0 {
-						x.q[i] = -128
-					}
-					x.sum[i/16] += int16(x.q[i])
+				binary.LittleEndian.PutUint16(blk[c.d:], 0x3c00)
+				binary.LittleEndian.PutUint16(blk[c.dmin:], 0x3c00)
+			}
+			x := q8Blocks{q: make([]int8, 256*nb), d: make([]float32, nb), sum: make([]int16, 16*nb)}
+			for i := range x.q {
+				x.q[i] = int8(rng.IntN(256) - 128)
+				if i%97 == 0 {
+					x.q[i] = -128
 				}
-				for b := range x.d {
-					x.d[b] = 1
-				}
-				x = withNibbles(x)
-				got, want := make([]float32, nrows), make([]float32, nrows)
-				rows(w, x, got)
-				port.quant[c.qt].rows(w, x, want)
-				for i := range want {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Errorf("%s, %d blocks: row %d %v, portable %v", name, nb, i, got[i], want[i])
-					}
+				x.sum[i/16] += int16(x.q[i])
+			}
+			for b := range x.d {
+				x.d[b] = 1
+			}
+			x = withNibbles(x)
+			got, want := make([]float32, nrows), make([]float32, nrows)
+			rows(w, x, got)
+			port.quant[c.qt].rows(w, x, want)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Errorf("%s, %d blocks: row %d %v, portable %v", name, nb, i, got[i], want[i])
 				}
 			}
 		}

@@ -10,11 +10,12 @@ import (
 // codes, code i (bits 5i…5i+4) for weights 32g+4i … 32g+4i+3: its bits 3–4
 // are the lane of the zero, bits 0–2 the signs of the other three lanes in
 // order (sherryWeights). These kernels read the 1.25 bits a weight as
-// stored. The load still repacks Sherry to 2-bit I2/I2x4 by default
-// (repack.go): per weight these kernels do ~1.45× the I2x4 kernel's
-// arithmetic, and decode on the Zen 4 VM is bound by it (docs/engine.md,
-// "Sherry as stored"); EDGECTL_NATIVE_PACKING=1 keeps the rows as stored,
-// and ternLinear.mul then runs them here.
+// stored. The load keeps Sherry as stored where the table's kernels
+// decode faster than the 2-bit I2x4 repack (kernels.sherryNative: the
+// AVX-512 VBMI set, 1.14× TQ2_0 on the 12-layer model, docs/engine.md
+// "Sherry as stored"); elsewhere (AVX2, NEON, portable) it repacks to
+// I2/I2x4 (repackFor), and EDGECTL_NATIVE_PACKING=1 keeps the rows as
+// stored on every table, so that ternLinear.mul runs them here.
 //
 // The SIMD kernels all take the same route: pull each code into a byte of
 // its own, look the byte up in sherryI2Byte (the code's four weights as
