@@ -236,10 +236,19 @@ func (s *state) rope(x []float32, t int) {
 }
 
 // matmul computes out = W·a for every row of a, split across cores.
+// productAlign is the row multiple a product's chunks start on: 128,
+// four of the 32-row blocks of Sherry's lookup layout (sherry_lut.go), so
+// that its kernel gets whole groups of four blocks, which share each table
+// load (with chunk edges on 32 rows, the blocks left over one at a time
+// cost 10–20% of a product); a multiple of every other layout's groups
+// (I2x4's 4, the float kernels' 16), and the chunks it makes are about
+// the 1/8 lane they were.
+const productAlign = 128
+
 func (m *model) matmul(out []float32, w linear, a *acts) {
 	a.prepare(w)
 	rows := w.rows()
-	m.pool.parallel(rows, 16, func(lo, hi int) { w.mul(out, rows, a, lo, hi) })
+	m.pool.parallel(rows, productAlign, func(lo, hi int) { w.mul(out, rows, a, lo, hi) })
 }
 
 // output is where a product's rows go: token t's row r at buf[t·ld + r].
@@ -257,7 +266,7 @@ func (m *model) matmulN(a *acts, outs []output, ws ...linear) {
 		a.prepare(w)
 		total += w.rows()
 	}
-	m.pool.parallel(total, 16, func(lo, hi int) {
+	m.pool.parallel(total, productAlign, func(lo, hi int) {
 		base := 0
 		for i, w := range ws {
 			r := w.rows()
@@ -274,7 +283,7 @@ func (m *model) matmulN(a *acts, outs []output, ws ...linear) {
 func (m *model) matmulAdd(x, out []float32, w linear, a *acts) {
 	a.prepare(w)
 	rows, n := w.rows(), a.n
-	m.pool.parallel(rows, 16, func(lo, hi int) {
+	m.pool.parallel(rows, productAlign, func(lo, hi int) {
 		w.mul(out, rows, a, lo, hi)
 		for t := range n {
 			xr, or := x[t*rows+lo:t*rows+hi], out[t*rows+lo:t*rows+hi]
@@ -299,7 +308,7 @@ func (m *model) gatedFFN(a *acts, g, u []float32, gate, up linear, relu2 bool) {
 	a.prepare(up)
 	F, n, kern := gate.rows(), a.n, m.kern
 	if n == 1 {
-		m.pool.parallel(2*F, 16, func(lo, hi int) {
+		m.pool.parallel(2*F, productAlign, func(lo, hi int) {
 			if lo < F {
 				gate.mul(g, F, a, lo, min(hi, F))
 			}
@@ -310,7 +319,7 @@ func (m *model) gatedFFN(a *acts, g, u []float32, gate, up linear, relu2 bool) {
 		gateAct(kern, g[:F], u[:F], relu2)
 		return
 	}
-	m.pool.parallel(F, 16, func(lo, hi int) {
+	m.pool.parallel(F, productAlign, func(lo, hi int) {
 		gate.mul(g, F, a, lo, hi)
 		up.mul(u, F, a, lo, hi)
 		for t := range n {

@@ -43,7 +43,10 @@ type kernels struct {
 	// rows as stored faster than the I2x4 repack (AVX-512 VBMI: 1.2× on
 	// the 12-layer model, docs/engine.md "Sherry as stored"), so the load
 	// keeps them (repackFor).
-	sherryNative    bool
+	sherryNative bool
+	// sherryLUT, where set, multiplies Sherry matrices in the lookup
+	// layout the load then moves them to (sherry_lut.go).
+	sherryLUT       *sherryLUTKernels
 	q8              q8Kernels
 	gptq            gptqKernels // GPTQ/AWQ int4 (gptq_kernels.go); SIMD to rounding
 	dotF32          func(a, b []float32) float32

@@ -39,6 +39,10 @@ type acts struct {
 	total []int32
 	quant bool
 	quOK  bool // qu is filled (only the int8 head reads it)
+	// lutGen names this quantized batch for the Sherry lookup products'
+	// tables (sherry_lut.go), drawn when lutOK is set.
+	lutGen uint64
+	lutOK  bool
 	// blocks are the block-int8 forms the GGUF block types read
 	// (quant_acts.go), each computed on demand.
 	blocks [numBlockForms]blockActs
@@ -47,7 +51,7 @@ type acts struct {
 }
 
 func (a *acts) reset(n, k int) {
-	a.n, a.k, a.quant, a.quOK = n, k, false, false
+	a.n, a.k, a.quant, a.quOK, a.lutOK = n, k, false, false, false
 	for f := range a.blocks {
 		a.blocks[f].ok = false
 	}
@@ -69,7 +73,7 @@ func (a *acts) quantize() {
 	if a.quant {
 		return
 	}
-	a.quant = true
+	a.quant, a.lutOK = true, false
 	nb := (a.k + 255) / 256
 	a.q = grow(a.q, a.n*a.k)
 	a.scale = grow(a.scale, a.n)
@@ -151,6 +155,9 @@ func (a *acts) prepare(w linear) {
 	}
 	if _, ok := w.(*q8Linear); ok && a.kern.q8.unsigned {
 		a.unsigned() // q+128, read by the VNNI head kernel
+	}
+	if t, ok := w.(*ternLinear); ok && t.kind == "sherryT" {
+		a.sherryLUTPrepare() // the lookup layout's per-core tables
 	}
 }
 

@@ -124,12 +124,7 @@ func decodeRow(kind string, row []byte, dst []int8) {
 		}
 	case "sherry":
 		for g := 0; g < k/4; g++ {
-			bit := 5 * g
-			v := uint16(row[bit>>3])
-			if bit>>3+1 < len(row) {
-				v |= uint16(row[bit>>3+1]) << 8
-			}
-			copy(dst[4*g:], sherryWeights[v>>(bit&7)&31][:])
+			copy(dst[4*g:], sherryWeights[sherryCode(row, g)][:])
 		}
 	}
 }
@@ -169,11 +164,15 @@ func blockScales(kind string, row []byte, nb int) []float32 {
 
 // repackFor is the layout the load gives ternary matrix l for the kernel
 // table k: base-3 matrices stay at their own 1.6 bits in B3 where k reads
-// it (base3.go), Sherry at its 1.25 bits as stored where k's Sherry
-// kernels decode faster than I2x4 (kernels.sherryNative), everything else
-// goes through repack.
+// it (base3.go), Sherry at its 1.25 bits where k's Sherry kernels decode
+// faster than I2x4 (kernels.sherryNative): in the lookup layout where k
+// has its kernels (sherry_lut.go), else as stored; everything else goes
+// through repack.
 func repackFor(k *kernels, l *ternLinear, mem *arena, i2x4 bool) *ternLinear {
 	if l.kind == "sherry" && k.sherryNative {
+		if t := repackSherryLUT(k, l, mem); t != nil {
+			return t
+		}
 		return l
 	}
 	if k.readsB3() {

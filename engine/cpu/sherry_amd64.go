@@ -108,6 +108,9 @@ func useSherry(k *kernels, f cpuFeatures) {
 		sk := &k.tern[typeSherry]
 		sk.rows, sk.rows4 = s.rowsKernel, s.rows4Kernel
 		k.sherryNative = s.unit == 256 // the VBMI set; AVX2's decodes slower than I2 (5.0 ns a unit against 2.2)
+		if k.sherryNative {
+			useSherryLUT(k) // sherry_lut_amd64.go
+		}
 	}
 }
 

@@ -15,11 +15,12 @@ import (
 )
 
 // benchSherryMul times one core multiplying a Sherry matrix (rows × K,
-// random 3:4-sparse weights) as stored, or repacked to I2/I2x4 as the
-// load places it by default, with tokens activation rows, in
+// random 3:4-sparse weights) in layout "sherry" (as stored), "I2" (the
+// I2/I2x4 repack) or "lut" (the lookup layout), with tokens activation
+// rows, in
 // GB/s of the weight bytes the product reads (b.SetBytes). rows·K small
 // enough for L2 measures the kernel's arithmetic; large, the stream.
-func benchSherryMul(b *testing.B, repacked bool, rows, k, tokens int) {
+func benchSherryMul(b *testing.B, layout string, rows, k, tokens int) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	kern := hostKernels(b)
 	rb := k * 5 / 32
@@ -44,8 +45,15 @@ func benchSherryMul(b *testing.B, repacked bool, rows, k, tokens int) {
 	mem := &arena{}
 	defer mem.Close()
 	var l linear = newTernary("sherry", data, rows, k, scales)
-	if repacked {
+	switch layout {
+	case "I2":
 		l = repack(l.(*ternLinear), mem, kern.hasI2x4())
+	case "lut":
+		lt := repackSherryLUT(kern, l.(*ternLinear), mem)
+		if lt == nil {
+			b.Skip("no Sherry lookup kernels on this CPU")
+		}
+		l = lt
 	}
 	a := newActs(kern, rng, tokens, k)
 	out := make([]float32, rows*tokens)
@@ -63,17 +71,25 @@ func benchSherryMul(b *testing.B, repacked bool, rows, k, tokens int) {
 // Decode: 256 rows of 2560 (100 KB Sherry, 160 KB I2: in L2), 13824
 // rows (5.4 MB, 8.8 MB: in this VM's 32 MB L3) and 131072 (52 MB, 84 MB:
 // from memory).
-func BenchmarkSherryRowsL2(b *testing.B)     { benchSherryMul(b, false, 256, 2560, 1) }
-func BenchmarkSherryRowsL2I2(b *testing.B)   { benchSherryMul(b, true, 256, 2560, 1) }
-func BenchmarkSherryRowsMem(b *testing.B)    { benchSherryMul(b, false, 13824, 2560, 1) }
-func BenchmarkSherryRowsMemI2(b *testing.B)  { benchSherryMul(b, true, 13824, 2560, 1) }
-func BenchmarkSherryRowsDRAM(b *testing.B)   { benchSherryMul(b, false, 131072, 2560, 1) }
-func BenchmarkSherryRowsDRAMI2(b *testing.B) { benchSherryMul(b, true, 131072, 2560, 1) }
-func BenchmarkSherryPrefill(b *testing.B)    { benchSherryMul(b, false, 2048, 2560, 64) }
-func BenchmarkSherryPrefillI2(b *testing.B)  { benchSherryMul(b, true, 2048, 2560, 64) }
-func BenchmarkSherryPrefillFFN(b *testing.B) { benchSherryMul(b, false, 2560, 6912, 64) }
+func BenchmarkSherryRowsL2(b *testing.B)     { benchSherryMul(b, "sherry", 256, 2560, 1) }
+func BenchmarkSherryRowsL2I2(b *testing.B)   { benchSherryMul(b, "I2", 256, 2560, 1) }
+func BenchmarkSherryRowsMem(b *testing.B)    { benchSherryMul(b, "sherry", 13824, 2560, 1) }
+func BenchmarkSherryRowsMemI2(b *testing.B)  { benchSherryMul(b, "I2", 13824, 2560, 1) }
+func BenchmarkSherryRowsDRAM(b *testing.B)   { benchSherryMul(b, "sherry", 131072, 2560, 1) }
+func BenchmarkSherryRowsDRAMI2(b *testing.B) { benchSherryMul(b, "I2", 131072, 2560, 1) }
+func BenchmarkSherryPrefill(b *testing.B)    { benchSherryMul(b, "sherry", 2048, 2560, 64) }
+func BenchmarkSherryPrefillI2(b *testing.B)  { benchSherryMul(b, "I2", 2048, 2560, 64) }
+func BenchmarkSherryPrefillFFN(b *testing.B) { benchSherryMul(b, "sherry", 2560, 6912, 64) }
 func BenchmarkSherryPrefillFFNI2(b *testing.B) {
-	benchSherryMul(b, true, 2560, 6912, 64)
+	benchSherryMul(b, "I2", 2560, 6912, 64)
+}
+
+// The same in the lookup layout (sherry_lut.go).
+func BenchmarkSherryRowsL2LUT(b *testing.B)   { benchSherryMul(b, "lut", 256, 2560, 1) }
+func BenchmarkSherryRowsDRAMLUT(b *testing.B) { benchSherryMul(b, "lut", 131072, 2560, 1) }
+func BenchmarkSherryPrefillLUT(b *testing.B)  { benchSherryMul(b, "lut", 2048, 2560, 64) }
+func BenchmarkSherryPrefillFFNLUT(b *testing.B) {
+	benchSherryMul(b, "lut", 2560, 6912, 64)
 }
 
 // bitnet12 is BitNet-2B's width with 12 layers: issue 21's model for the

@@ -13,7 +13,7 @@ import (
 // 256-block for the block-scaled GGUF types), then one float multiply by
 // the weight scale and the activation scale. Nothing is expanded to floats.
 type ternLinear struct {
-	kind     string   // TQ2_0, TQ1_0, sherry, halo2, tq1h, I2, I2x4, B3
+	kind     string   // TQ2_0, TQ1_0, sherry, halo2, tq1h, I2, I2x4, B3, sherryT
 	typ      ternType // kind as the kernel table indexes it
 	data     []byte   // rows × rowBytes, usually an mmapped view
 	rowBytes int
@@ -43,6 +43,9 @@ func (l *ternLinear) mul(out []float32, ldo int, a *acts, r0, r1 int) {
 	switch {
 	case l.kind == "B3":
 		l.mulB3(out, ldo, a, r0, r1) // base3.go
+		return
+	case l.kind == "sherryT":
+		l.mulSherryLUT(out, ldo, a, r0, r1) // sherry_lut.go
 		return
 	case l.kind == "sherry" && tk.rows != nil:
 		l.mulSherry(out, ldo, a, r0, r1) // sherry_kernels.go
@@ -272,11 +275,12 @@ const (
 	typeI2
 	typeI2x4
 	typeB3
+	typeSherryT
 	numTernTypes
 )
 
 // ternKinds are the packings' names (ternLinear.kind), by ternType.
-var ternKinds = [numTernTypes]string{"TQ2_0", "TQ1_0", "halo2", "tq1h", "sherry", "I2", "I2x4", "B3"}
+var ternKinds = [numTernTypes]string{"TQ2_0", "TQ1_0", "halo2", "tq1h", "sherry", "I2", "I2x4", "B3", "sherryT"}
 
 // rowBytesFor is the packed size of one K-wide row.
 func rowBytesFor(kind string, k int) int {
@@ -289,7 +293,7 @@ func rowBytesFor(kind string, k int) int {
 		return (k + 3) / 4
 	case "tq1h":
 		return (k + 19) / 20 * 4
-	case "sherry":
+	case "sherry", "sherryT": // sherryT: a row's share of its block
 		return k * 5 / 32
 	case "I2", "I2x4":
 		return k / 256 * i2Block

@@ -1,0 +1,218 @@
+package cpu
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Sherry by table lookup (the "sherryT" layout). A Sherry code is one of
+// 32 patterns of four weights, so against one token a code's product
+// with its four activations is one of 32 numbers: T_g[c] = Σ_p w_c[p]·q[4g+p]
+// for each group g of four activations, built once per token and core
+// (K/4 tables of 32 int16, |T| ≤ 381) and shared by every row. A row's dot is then
+// Σ_g T_g[code(row, g)]: one table lookup per code instead of decoding it
+// into four weights and multiplying them (sherry_kernels.go).
+//
+// The lookup that does it, VPERMW, takes one 32-entry table and 32 word
+// indices, so the layout puts the codes of one group for 32 rows
+// together: rows are cut into blocks of 32, and block b holds, group by
+// group, 20 bytes: row 32b+r's code at bits 5r…5r+4 (little-endian). A
+// block's bytes are one sequential stream (K/4·20 bytes: 1.25 bits a
+// weight, as the file; rows past the matrix's last are zero codes), and
+// the kernel walks four blocks a quarter of the call apart, as the
+// as-stored kernel walks its rows. On Zen 4 VPERMW and the VPERMB that
+// spreads the codes run beside the multiply pipes the as-stored kernel
+// saturates: 1.45 ns a row of 256 weights from L2 against 2.1
+// (docs/engine.md, "Sherry by table lookup").
+//
+// Prefill takes the rows tile by tile (lutTile), each tile token by token
+// with the token's tables.
+//
+// The load moves Sherry matrices to this layout where the kernel table
+// has the kernels (kernels.sherryLUT: AVX-512 VBMI); the sums are the
+// as-stored kernels' integers, so the logits are the same bit for bit.
+
+// sherryLUTKernels are a table's kernels for the layout. tables writes the
+// len(q)/4 groups' tables of one token into dst (32 each). rows writes
+// out[i] = float32(Σ_g T_g[code(i, g)])·scale[i]·xs for the 32·nblk rows
+// of the nblk blocks at blocks (tab: the token's tables).
+type sherryLUTKernels struct {
+	tables func(q []int8, dst []int16)
+	rows   func(blocks []byte, tab []int16, nblk int, xs float32, scale, out []float32)
+}
+
+// lutBlock is the layout's row block: VPERMW's 32 word lanes.
+const lutBlock = 32
+
+// lutBlockBytes is one block's bytes for k columns.
+func lutBlockBytes(k int) int { return k / 4 * 20 }
+
+// repackSherryLUT moves Sherry matrix l to the lookup layout (nil where
+// the table has no kernels for it or K is not whole groups of 32).
+func repackSherryLUT(k *kernels, l *ternLinear, mem *arena) *ternLinear {
+	if k.sherryLUT == nil || l.kind != "sherry" || l.c%32 != 0 || l.rowScale == nil {
+		return nil
+	}
+	nblk := (l.r + lutBlock - 1) / lutBlock
+	bb := lutBlockBytes(l.c)
+	// 64 bytes past the last block: the kernel spreads each group's 20
+	// bytes from a 64-byte load.
+	data := mem.alloc(nblk*bb + 64)
+	parallelRows(nblk, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			transposeSherryBlock(data[b*bb:(b+1)*bb], l, b)
+		}
+	})
+	t := newTernary("sherryT", data, l.r, l.c, l.rowScale)
+	t.owned, t.from = true, l.format()
+	return t
+}
+
+// transposeSherryBlock writes block b of l (as stored) in the lookup
+// layout into dst (zeroed).
+func transposeSherryBlock(dst []byte, l *ternLinear, b int) {
+	for r := range lutBlock {
+		row := lutBlock*b + r
+		if row >= l.r {
+			break
+		}
+		src := l.data[row*l.rowBytes : (row+1)*l.rowBytes]
+		for g := range l.c / 4 {
+			c := sherryCode(src, g)
+			bit := 5 * r
+			v := uint16(c) << (bit % 8)
+			o := g*20 + bit/8
+			dst[o] |= byte(v)
+			if v > 0xff {
+				dst[o+1] |= byte(v >> 8)
+			}
+		}
+	}
+}
+
+// sherryCode is the 5-bit code of a Sherry row's group g of four weights.
+func sherryCode(row []byte, g int) int {
+	bit := 5 * g
+	v := uint16(row[bit>>3])
+	if bit>>3+1 < len(row) {
+		v |= uint16(row[bit>>3+1]) << 8
+	}
+	return int(v >> (bit & 7) & 31)
+}
+
+// sherryLUTCode is row r's code of group g in the lookup layout.
+func (l *ternLinear) sherryLUTCode(r, g int) int {
+	bb := lutBlockBytes(l.c)
+	blk := l.data[r/lutBlock*bb+g*20:]
+	bit := 5 * (r % lutBlock)
+	v := uint16(blk[bit>>3]) | uint16(blk[bit>>3+1])<<8
+	return int(v >> (bit & 7) & 31)
+}
+
+// sherryTablesGo is the portable tables kernel.
+func sherryTablesGo(q []int8, dst []int16) {
+	for g := range len(q) / 4 {
+		x := q[4*g : 4*g+4]
+		t := dst[32*g : 32*g+32]
+		for c := range 32 {
+			w := &sherryWeights[c]
+			t[c] = int16(w[0])*int16(x[0]) + int16(w[1])*int16(x[1]) + int16(w[2])*int16(x[2]) + int16(w[3])*int16(x[3])
+		}
+	}
+}
+
+// Each core builds the tables it reads, once per product, into a buffer
+// of its own: built once by the caller and read by both cores, the next
+// product's rewrite of the lines the other core had read went at ~18 ns
+// a group (0.8 ms of a 12-layer token) against ~1 ns written locally.
+// sync.Pool hands a core (its P) back the buffer it put; gen, drawn in
+// prepare for each quantized batch, says whose tables a buffer holds.
+type lutTables struct {
+	gen uint64
+	t   []int16
+}
+
+var (
+	lutTablePool = sync.Pool{New: func() any { return new(lutTables) }}
+	lutGen       atomic.Uint64
+)
+
+// sherryLUTPrepare marks a's quantized batch for the lookup products
+// (prepare, before a product is dispatched).
+func (a *acts) sherryLUTPrepare() {
+	a.quantize()
+	if !a.lutOK {
+		a.lutOK, a.lutGen = true, lutGen.Add(1)
+	}
+}
+
+// tablesFor returns this core's tables of a's n tokens (n·K/4·32) and the
+// buffer to give back to lutTablePool.
+func (a *acts) tablesFor(kl *sherryLUTKernels) ([]int16, *lutTables) {
+	if !a.lutOK {
+		panic("cpu: a Sherry lookup product without acts.prepare")
+	}
+	b := lutTablePool.Get().(*lutTables)
+	g := a.k / 4
+	if b.gen != a.lutGen || len(b.t) != a.n*g*32 {
+		b.gen = a.lutGen
+		b.t = grow(b.t, a.n*g*32)
+		for t := range a.n {
+			kl.tables(a.q[t*a.k:t*a.k+4*g], b.t[t*g*32:(t+1)*g*32])
+		}
+	}
+	return b.t, b
+}
+
+// lutTile is how many rows a product takes per token before going on to
+// the next (with several tokens: prefill): 256 rows, ~100–280 KB of
+// codes at BitNet-2B's widths, stay in L2 for the next token.
+const lutTile = 256
+
+// mulSherryLUT is the product of a matrix in the lookup layout: for one
+// token (decode) the whole range in one call, for several tile by tile
+// (lutTile rows on its grid) and per token the tile; in each, the whole
+// blocks in one kernel call and the blocks covered only in part (a chunk
+// edge off the 32-row grid, or the matrix's short last block) through a
+// copy.
+func (l *ternLinear) mulSherryLUT(out []float32, ldo int, a *acts, r0, r1 int) {
+	kl := a.kern.sherryLUT
+	tabs, buf := a.tablesFor(kl)
+	defer lutTablePool.Put(buf)
+	g := l.c / 4
+	if a.n == 1 { // decode: the whole range in one call, four long streams
+		l.lutRange(kl, tabs, a.scale[0], out[:l.r], r0, r1)
+		return
+	}
+	for t0 := r0; t0 < r1; {
+		t1 := min(r1, (t0/lutTile+1)*lutTile)
+		for t := range a.n {
+			l.lutRange(kl, tabs[t*g*32:(t+1)*g*32], a.scale[t], out[t*ldo:t*ldo+l.r], t0, t1)
+		}
+		t0 = t1
+	}
+}
+
+// lutRange computes rows [r0, r1) of one token.
+func (l *ternLinear) lutRange(kl *sherryLUTKernels, tab []int16, xs float32, o []float32, r0, r1 int) {
+	b0, b1 := (r0+lutBlock-1)/lutBlock, r1/lutBlock // whole blocks
+	head := min(r1, b0*lutBlock)                    // [r0, head): in the block before b0
+	if r0 < head {
+		l.lutPart(kl, tab, xs, o, r0, head)
+	}
+	if b0 < b1 {
+		kl.rows(l.data[b0*lutBlockBytes(l.c):], tab, b1-b0, xs, l.rowScale[b0*lutBlock:b1*lutBlock], o[b0*lutBlock:b1*lutBlock])
+	}
+	if tail := max(b1*lutBlock, head); tail < r1 { // in block b1
+		l.lutPart(kl, tab, xs, o, tail, r1)
+	}
+}
+
+// lutPart computes rows [r0, r1) of one block through a 32-row copy.
+func (l *ternLinear) lutPart(kl *sherryLUTKernels, tab []int16, xs float32, o []float32, r0, r1 int) {
+	b := r0 / lutBlock
+	var scale, res [lutBlock]float32
+	copy(scale[:], l.rowScale[b*lutBlock:min(l.r, (b+1)*lutBlock)])
+	kl.rows(l.data[b*lutBlockBytes(l.c):], tab, 1, xs, scale[:], res[:])
+	copy(o[r0:r1], res[r0-b*lutBlock:r1-b*lutBlock])
+}

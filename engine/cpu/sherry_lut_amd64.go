@@ -1,0 +1,76 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"unsafe"
+)
+
+//go:noescape
+func sherryLUTTablesVNNI(q *int8, groups int, dst *int16, c *[5][64]byte)
+
+//go:noescape
+func sherryLUTRowsVBMI(blocks *byte, tab *int16, groups int, nblk int, xs float32, scale *float32, out *float32, c *[2][64]byte)
+
+// sherryLUTTableConsts are sherryLUTTablesVNNI's vectors: the codes'
+// signed weights (dword 4L+i: code 8L+i, then code 8L+4+i), −128·Σw of
+// the same codes, and 0x80 bytes.
+var sherryLUTTableConsts = func() (c [5][64]byte) {
+	for d := range 16 {
+		L, i := d/4, d%4
+		for h, code := range [2]int{8*L + i, 8*L + 4 + i} {
+			var sum int32
+			for p, w := range sherryWeights[code] {
+				c[h][4*d+p] = byte(w)
+				sum += int32(w)
+			}
+			binary.LittleEndian.PutUint32(c[2+h][4*d:], uint32(-128*sum))
+		}
+	}
+	for i := range c[4] {
+		c[4][i] = 0x80
+	}
+	return
+}()
+
+// sherryLUTRowConsts are sherryLUTRowsVBMI's vectors: the spread index
+// (qword j takes the block's bytes from 20j/8 on) and the multishift
+// control (word r of qword j takes bits 20j mod 8 + 5r).
+var sherryLUTRowConsts = func() (c [2][64]byte) {
+	for j := range 8 {
+		for m := range 8 {
+			c[0][8*j+m] = byte(5*j/2 + m)
+		}
+		for r := range 4 {
+			off := byte(5*r + 4*(j%2))
+			c[1][8*j+2*r], c[1][8*j+2*r+1] = off, off
+		}
+	}
+	return
+}()
+
+// useSherryLUT puts the lookup layout's kernels into k (useSherry calls
+// it where the AVX-512 VBMI Sherry kernels are).
+func useSherryLUT(k *kernels) {
+	k.sherryLUT = &sherryLUTKernels{
+		tables: func(q []int8, dst []int16) {
+			g := len(q) / 4
+			if g == 0 {
+				return
+			}
+			_ = dst[32*g-1]
+			sherryLUTTablesVNNI(unsafe.SliceData(q), g, unsafe.SliceData(dst), &sherryLUTTableConsts)
+		},
+		rows: func(blocks []byte, tab []int16, nblk int, xs float32, scale, out []float32) {
+			g := len(tab) / 32
+			if nblk == 0 {
+				return
+			}
+			_ = blocks[nblk*lutBlockBytes(4*g)+63]
+			_ = scale[nblk*lutBlock-1]
+			_ = out[nblk*lutBlock-1]
+			sherryLUTRowsVBMI(unsafe.SliceData(blocks), unsafe.SliceData(tab), g, nblk, xs, unsafe.SliceData(scale), unsafe.SliceData(out), &sherryLUTRowConsts)
+		},
+	}
+}

@@ -1,0 +1,219 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// The lookup layout's kernels (sherry_lut.go) on AVX-512 VBMI + VNNI.
+
+// func sherryLUTTablesVNNI(q *int8, groups int, dst *int16, c *[7][64]byte)
+// Group g's table: its four activations as a dword broadcast to 16 lanes,
+// made unsigned (x+128), and VPDPBUSD with the codes' signed weights (c[0]
+// codes 8L+i, c[1] codes 8L+4+i in dword 4L+i) onto −128·Σw (c[2], c[3]):
+// Σ w·(x+128) − 128·Σw = Σ w·x. VPACKSSDW's word order (lane L: c[0]'s four
+// dwords, then c[1]'s) is then code order. c[4] holds 0x80 bytes.
+TEXT ·sherryLUTTablesVNNI(SB), NOSPLIT, $0-32
+	MOVQ q+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ dst+16(FP), DI
+	MOVQ c+24(FP), AX
+	VMOVDQU64 0(AX), Z20
+	VMOVDQU64 64(AX), Z21
+	VMOVDQU64 128(AX), Z22
+	VMOVDQU64 192(AX), Z23
+	VMOVDQU64 256(AX), Z24
+	TESTQ CX, CX
+	JEQ tdone
+
+tloop:
+	VPBROADCASTD (SI), Z0
+	VPXORD Z24, Z0, Z0
+	VMOVDQA64 Z22, Z1
+	VMOVDQA64 Z23, Z2
+	VPDPBUSD Z20, Z0, Z1
+	VPDPBUSD Z21, Z0, Z2
+	VPACKSSDW Z2, Z1, Z1
+	VMOVDQU64 Z1, (DI)
+	ADDQ $4, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNE tloop
+
+tdone:
+	VZEROUPPER
+	RET
+
+// LUT_BLOCK adds block src's codes of the current group, looked up in the
+// table Z24, to the word sums acc: VPERMB spreads the group's 20 bytes so
+// that qword j holds rows 4j…4j+3 (bits 20j… of the block's 160),
+// VPMULTISHIFTQB moves row 4j+r's code to the low byte of word 4j+r (the
+// high bits of each word are the next codes', which VPERMW ignores), and
+// VPERMW looks them up.
+#define LUT_BLOCK(src, acc) \
+	VPERMB src, Z25, Z16; \
+	VPMULTISHIFTQB Z16, Z26, Z16; \
+	VPERMW Z24, Z16, Z16; \
+	VPADDW Z16, acc, acc
+
+// LUT_WIDEN adds the word sums acc (rows 0–31 of a block) into the dword
+// sums lo (rows 0–15) and hi (16–31).
+#define LUT_WIDEN(acc, yacc, lo, hi) \
+	VPMOVSXWD yacc, Z13; \
+	VPADDD Z13, lo, lo; \
+	VEXTRACTI64X4 $1, acc, Y12; \
+	VPMOVSXWD Y12, Z13; \
+	VPADDD Z13, hi, hi
+
+// LUT_STORE writes a block's rows: float32(sum)·scale·xs, rounded as the
+// Go expression is.
+#define LUT_STORE(lo, hi, scale, out) \
+	VCVTDQ2PS lo, lo; \
+	VMULPS (scale), lo, lo; \
+	VMULPS Z27, lo, lo; \
+	VMOVUPS lo, (out); \
+	VCVTDQ2PS hi, hi; \
+	VMULPS 64(scale), hi, hi; \
+	VMULPS Z27, hi, hi; \
+	VMOVUPS hi, 64(out)
+
+// LUT_CHUNK sets CX to the groups of the next chunk (at most 64: 64·381
+// fits the word sums) and takes them off R12.
+#define LUT_CHUNK \
+	MOVQ $64, CX; \
+	CMPQ R12, CX; \
+	CMOVQLT R12, CX; \
+	SUBQ CX, R12
+
+// func sherryLUTRowsVBMI(blocks *byte, tab *int16, groups int, nblk int, xs float32, scale *float32, out *float32, c *[2][64]byte)
+// nblk blocks of 32 rows: four at a time while four remain, blocks b,
+// b+q, b+2q, b+3q (q = nblk/4) sharing each table load, each walking its
+// blocks front to back (four sequential streams); then the nblk mod 4
+// last ones alone.
+TEXT ·sherryLUTRowsVBMI(SB), NOSPLIT, $0-64
+	MOVQ blocks+0(FP), SI
+	MOVQ groups+16(FP), BX
+	MOVQ nblk+24(FP), R13
+	MOVQ scale+40(FP), R11
+	MOVQ out+48(FP), DX
+	MOVQ c+56(FP), AX
+	VMOVDQU64 0(AX), Z25
+	VMOVDQU64 64(AX), Z26
+	VBROADCASTSS xs+32(FP), Z27
+	TESTQ BX, BX
+	JEQ lzero
+	MOVQ R13, R14
+	SHRQ $2, R14
+	JEQ lone
+	// R8–R10 the other streams, q blocks (q·groups·20 bytes) apart;
+	// R15 the streams' distance in scale and out (q·128 bytes).
+	IMUL3Q $20, BX, AX
+	IMULQ R14, AX
+	LEAQ (SI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	MOVQ R14, R15
+	SHLQ $7, R15
+
+lquad:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ BX, R12
+	MOVQ tab+8(FP), DI
+
+lqchunk:
+	LUT_CHUNK
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+lqgroup:
+	VMOVDQU64 (DI), Z24
+	LUT_BLOCK((SI), Z8)
+	LUT_BLOCK((R8), Z9)
+	LUT_BLOCK((R9), Z10)
+	LUT_BLOCK((R10), Z11)
+	ADDQ $20, SI
+	ADDQ $20, R8
+	ADDQ $20, R9
+	ADDQ $20, R10
+	ADDQ $64, DI
+	DECQ CX
+	JNE lqgroup
+	LUT_WIDEN(Z8, Y8, Z0, Z1)
+	LUT_WIDEN(Z9, Y9, Z2, Z3)
+	LUT_WIDEN(Z10, Y10, Z4, Z5)
+	LUT_WIDEN(Z11, Y11, Z6, Z7)
+	TESTQ R12, R12
+	JNE lqchunk
+	LUT_STORE(Z0, Z1, R11, DX)
+	LEAQ (R11)(R15*1), AX
+	LEAQ (DX)(R15*1), CX
+	LUT_STORE(Z2, Z3, AX, CX)
+	ADDQ R15, AX
+	ADDQ R15, CX
+	LUT_STORE(Z4, Z5, AX, CX)
+	ADDQ R15, AX
+	ADDQ R15, CX
+	LUT_STORE(Z6, Z7, AX, CX)
+	ADDQ $128, R11
+	ADDQ $128, DX
+	DECQ R14
+	JNE lquad
+	// The rest start where the fourth stream ends; their scales and
+	// outputs after the fourth stream's.
+	MOVQ R10, SI
+	LEAQ (R15)(R15*2), AX
+	ADDQ AX, R11
+	ADDQ AX, DX
+
+lone:
+	ANDQ $3, R13
+	JEQ ldone
+
+lblock:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ BX, R12
+	MOVQ tab+8(FP), DI
+
+lochunk:
+	LUT_CHUNK
+	VPXORD Z8, Z8, Z8
+
+logroup:
+	VMOVDQU64 (DI), Z24
+	LUT_BLOCK((SI), Z8)
+	ADDQ $20, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNE logroup
+	LUT_WIDEN(Z8, Y8, Z0, Z1)
+	TESTQ R12, R12
+	JNE lochunk
+	LUT_STORE(Z0, Z1, R11, DX)
+	ADDQ $128, R11
+	ADDQ $128, DX
+	DECQ R13
+	JNE lblock
+
+ldone:
+	VZEROUPPER
+	RET
+
+lzero: // K = 0: every sum is 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+lzblock:
+	TESTQ R13, R13
+	JEQ ldone
+	LUT_STORE(Z0, Z1, R11, DX)
+	ADDQ $128, R11
+	ADDQ $128, DX
+	DECQ R13
+	JMP lzblock
