@@ -239,8 +239,9 @@ func (s *state) rope(x []float32, t int) {
 // productAlign is the row multiple a product's chunks start on: 128,
 // four of the 32-row blocks of Sherry's lookup layout (sherry_lut.go), so
 // that its kernel gets whole groups of four blocks, which share each table
-// load (with chunk edges on 32 rows, the blocks left over one at a time
-// cost 10–20% of a product); a multiple of every other layout's groups
+// load (with chunk edges on 32 rows, the blocks left over, one at a
+// time, cost 7–18% of a product's time on the 12-layer model); a
+// multiple of every other layout's groups
 // (I2x4's 4, the float kernels' 16), and the chunks it makes are about
 // the 1/8 lane they were.
 const productAlign = 128

@@ -100,27 +100,6 @@ func sherryCode(row []byte, g int) int {
 	return int(v >> (bit & 7) & 31)
 }
 
-// sherryLUTCode is row r's code of group g in the lookup layout.
-func (l *ternLinear) sherryLUTCode(r, g int) int {
-	bb := lutBlockBytes(l.c)
-	blk := l.data[r/lutBlock*bb+g*20:]
-	bit := 5 * (r % lutBlock)
-	v := uint16(blk[bit>>3]) | uint16(blk[bit>>3+1])<<8
-	return int(v >> (bit & 7) & 31)
-}
-
-// sherryTablesGo is the portable tables kernel.
-func sherryTablesGo(q []int8, dst []int16) {
-	for g := range len(q) / 4 {
-		x := q[4*g : 4*g+4]
-		t := dst[32*g : 32*g+32]
-		for c := range 32 {
-			w := &sherryWeights[c]
-			t[c] = int16(w[0])*int16(x[0]) + int16(w[1])*int16(x[1]) + int16(w[2])*int16(x[2]) + int16(w[3])*int16(x[3])
-		}
-	}
-}
-
 // Each core builds the tables it reads, once per product, into a buffer
 // of its own: built once by the caller and read by both cores, the next
 // product's rewrite of the lines the other core had read went at ~18 ns
