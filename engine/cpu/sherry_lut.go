@@ -25,8 +25,9 @@ import (
 // saturates: 1.45 ns a row of 256 weights from L2 against 2.1
 // (docs/engine.md, "Sherry by table lookup").
 //
-// Prefill takes the rows tile by tile (lutTile), each tile token by token
-// with the token's tables.
+// Prefill takes the rows tile by tile (lutTile), each tile four tokens at
+// a time where the table has rows4 (each code spread once for the four),
+// the rest token by token.
 //
 // The load moves Sherry matrices to this layout where the kernel table
 // has the kernels (kernels.sherryLUT: AVX-512 VBMI); the sums are the
@@ -39,6 +40,10 @@ import (
 type sherryLUTKernels struct {
 	tables func(q []int8, dst []int16)
 	rows   func(blocks []byte, tab []int16, nblk int, xs float32, scale, out []float32)
+	// rows4, optional, is rows for four tokens at once (prefill): tabs
+	// their four tables in turn, xs their scales, token t's outputs at
+	// out[t·ldo:].
+	rows4 func(blocks []byte, tabs []int16, nblk int, xs []float32, scale, out []float32, ldo int)
 }
 
 // lutBlock is the layout's row block: VPERMW's 32 word lanes.
@@ -165,7 +170,24 @@ func (l *ternLinear) mulSherryLUT(out []float32, ldo int, a *acts, r0, r1 int) {
 	}
 	for t0 := r0; t0 < r1; {
 		t1 := min(r1, (t0/lutTile+1)*lutTile)
-		for t := range a.n {
+		t4 := 0 // tokens done four at a time, over the tile's whole blocks
+		if b0, b1 := (t0+lutBlock-1)/lutBlock, t1/lutBlock; kl.rows4 != nil && b0 < b1 {
+			bb := lutBlockBytes(l.c)
+			for ; t4+4 <= a.n; t4 += 4 {
+				kl.rows4(l.data[b0*bb:], tabs[t4*g*32:(t4+4)*g*32], b1-b0, a.scale[t4:t4+4],
+					l.rowScale[b0*lutBlock:b1*lutBlock], out[t4*ldo+b0*lutBlock:], ldo)
+				for t := t4; t < t4+4; t++ { // the blocks the tile covers in part
+					o := out[t*ldo : t*ldo+l.r]
+					if t0 < b0*lutBlock {
+						l.lutPart(kl, tabs[t*g*32:(t+1)*g*32], a.scale[t], o, t0, b0*lutBlock)
+					}
+					if b1*lutBlock < t1 {
+						l.lutPart(kl, tabs[t*g*32:(t+1)*g*32], a.scale[t], o, b1*lutBlock, t1)
+					}
+				}
+			}
+		}
+		for t := t4; t < a.n; t++ {
 			l.lutRange(kl, tabs[t*g*32:(t+1)*g*32], a.scale[t], out[t*ldo:t*ldo+l.r], t0, t1)
 		}
 		t0 = t1

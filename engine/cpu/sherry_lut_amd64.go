@@ -11,6 +11,9 @@ import (
 func sherryLUTTablesVNNI(q *int8, groups int, dst *int16, c *[5][64]byte)
 
 //go:noescape
+func sherryLUTRows4VBMI(blocks *byte, tab *int16, tstride int, groups int, nblk int, xs *float32, scale *float32, out *float32, ldo int, acc *int32, c *[2][64]byte)
+
+//go:noescape
 func sherryLUTRowsVBMI(blocks *byte, tab *int16, groups int, nblk int, xs float32, scale *float32, out *float32, c *[2][64]byte)
 
 // sherryLUTTableConsts are sherryLUTTablesVNNI's vectors: the codes'
@@ -71,6 +74,22 @@ func useSherryLUT(k *kernels) {
 			_ = scale[nblk*lutBlock-1]
 			_ = out[nblk*lutBlock-1]
 			sherryLUTRowsVBMI(unsafe.SliceData(blocks), unsafe.SliceData(tab), g, nblk, xs, unsafe.SliceData(scale), unsafe.SliceData(out), &sherryLUTRowConsts)
+		},
+		rows4: func(blocks []byte, tabs []int16, nblk int, xs []float32, scale, out []float32, ldo int) {
+			g := len(tabs) / 128
+			if nblk == 0 {
+				return
+			}
+			_ = blocks[nblk*lutBlockBytes(4*g)+63]
+			_ = xs[3]
+			_ = scale[nblk*lutBlock-1]
+			_ = out[3*ldo+nblk*lutBlock-1]
+			var acc [lutTile / lutBlock * 4 * lutBlock]int32 // a tile's sums
+			for b := 0; b < nblk; b += lutTile / lutBlock {
+				n := min(nblk-b, lutTile/lutBlock)
+				sherryLUTRows4VBMI(&blocks[b*lutBlockBytes(4*g)], unsafe.SliceData(tabs), 64*g, g, n, &xs[0],
+					&scale[b*lutBlock], &out[b*lutBlock], 4*ldo, &acc[0], &sherryLUTRowConsts)
+			}
 		},
 	}
 }

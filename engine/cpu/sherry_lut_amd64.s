@@ -74,6 +74,37 @@ tdone:
 	VMULPS Z27, hi, hi; \
 	VMOVUPS hi, 64(out)
 
+// LUT_PAIR looks block A's codes (Z16) and B's (Z17) up in one token's
+// table t and adds them into a and b.
+#define LUT_PAIR(t, a, b) \
+	VPERMW t, Z16, Z18; \
+	VPADDW Z18, a, a; \
+	VPERMW t, Z17, Z19; \
+	VPADDW Z19, b, b
+
+// LUT_ACC adds the word sums acc (a block's 32 rows, one token) into
+// the dword sums at off(R11).
+#define LUT_ACC(acc, yacc, off) \
+	VPMOVSXWD yacc, Z13; \
+	VPADDD off(R11), Z13, Z13; \
+	VMOVDQU64 Z13, off(R11); \
+	VEXTRACTI64X4 $1, acc, Y12; \
+	VPMOVSXWD Y12, Z13; \
+	VPADDD (off+64)(R11), Z13, Z13; \
+	VMOVDQU64 Z13, (off+64)(R11)
+
+// LUT_STORE4 writes one token's rows of a block at AX from its dword sums
+// at off(R15): float32(sum)·scale·xs (scales at R11, xs broadcast in x).
+#define LUT_STORE4(off, x) \
+	VCVTDQ2PS off(R15), Z0; \
+	VMULPS (R11), Z0, Z0; \
+	VMULPS x, Z0, Z0; \
+	VMOVUPS Z0, (AX); \
+	VCVTDQ2PS (off+64)(R15), Z1; \
+	VMULPS 64(R11), Z1, Z1; \
+	VMULPS x, Z1, Z1; \
+	VMOVUPS Z1, 64(AX)
+
 // LUT_CHUNK sets CX to the groups of the next chunk (at most 64: 64·381
 // fits the word sums) and takes them off R12.
 #define LUT_CHUNK \
@@ -217,3 +248,177 @@ lzblock:
 	ADDQ $128, DX
 	DECQ R13
 	JMP lzblock
+
+// func sherryLUTRows4VBMI(blocks *byte, tab *int16, tstride int, groups int, nblk int, xs *float32, scale *float32, out *float32, ldo int, acc *int32, c *[2][64]byte)
+// Prefill: nblk blocks against four tokens, whose tables lie tstride
+// bytes apart and whose outputs ldo bytes apart: each group's codes are
+// spread once and looked up in the four tables. The groups go 64 at a
+// time over all the blocks, so that the four tokens' tables of those 64
+// (16 KB) stay in L1 (block by block over all groups, the tables came
+// from L2 at 256 bytes a group: its bandwidth bound the kernel); the
+// sums wait in acc (nblk·4·32 int32: block b, token t at (4b+t)·128).
+TEXT ·sherryLUTRows4VBMI(SB), NOSPLIT, $0-88
+	MOVQ groups+24(FP), BX
+	MOVQ nblk+32(FP), R13
+	MOVQ acc+72(FP), R15
+	MOVQ c+80(FP), AX
+	VMOVDQU64 0(AX), Z25
+	VMOVDQU64 64(AX), Z26
+	TESTQ R13, R13
+	JEQ l4done
+	// Zero the sums.
+	VPXORD Z0, Z0, Z0
+	MOVQ R13, CX
+	SHLQ $3, CX // 8 ZMM a block
+	MOVQ R15, AX
+
+l4zero:
+	VMOVDQU64 Z0, (AX)
+	ADDQ $64, AX
+	DECQ CX
+	JNE l4zero
+	XORQ R12, R12 // the chunk's first group
+
+l4chunk:
+	MOVQ BX, CX
+	SUBQ R12, CX
+	CMPQ CX, $64
+	JLE l4cn
+	MOVQ $64, CX
+
+l4cn:
+	MOVQ CX, R14 // the chunk's groups
+	MOVQ blocks+0(FP), SI
+	IMUL3Q $20, R12, AX
+	ADDQ AX, SI // block 0's codes of the chunk
+	MOVQ R15, R11 // the block's sums
+	MOVQ nblk+32(FP), R13
+
+l4block:
+	MOVQ tab+8(FP), DI
+	MOVQ R12, AX
+	SHLQ $6, AX
+	ADDQ AX, DI
+	MOVQ tstride+16(FP), AX
+	LEAQ (DI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	MOVQ SI, DX
+	MOVQ R14, CX
+	CMPQ R13, $2
+	JLT l4single
+	// Two blocks (the second bb = 20·groups bytes on, in AX) share each
+	// table load: block A's sums in Z8–Z11, B's in Z0–Z3.
+	IMUL3Q $20, BX, AX
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+l4pgroup:
+	VMOVDQU64 (DI), Z20
+	VMOVDQU64 (R8), Z21
+	VMOVDQU64 (R9), Z22
+	VMOVDQU64 (R10), Z23
+	VPERMB (DX), Z25, Z16
+	VPMULTISHIFTQB Z16, Z26, Z16
+	VPERMB (DX)(AX*1), Z25, Z17
+	VPMULTISHIFTQB Z17, Z26, Z17
+	LUT_PAIR(Z20, Z8, Z0)
+	LUT_PAIR(Z21, Z9, Z1)
+	LUT_PAIR(Z22, Z10, Z2)
+	LUT_PAIR(Z23, Z11, Z3)
+	ADDQ $20, DX
+	ADDQ $64, DI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, R10
+	DECQ CX
+	JNE l4pgroup
+	LUT_ACC(Z8, Y8, 0)
+	LUT_ACC(Z9, Y9, 128)
+	LUT_ACC(Z10, Y10, 256)
+	LUT_ACC(Z11, Y11, 384)
+	LUT_ACC(Z0, Y0, 512)
+	LUT_ACC(Z1, Y1, 640)
+	LUT_ACC(Z2, Y2, 768)
+	LUT_ACC(Z3, Y3, 896)
+	IMUL3Q $40, BX, AX
+	ADDQ AX, SI // the block after next's codes of the chunk
+	ADDQ $1024, R11
+	SUBQ $2, R13
+	JNE l4block
+	JMP l4next
+
+l4single:
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+l4group:
+	VPERMB (DX), Z25, Z16
+	VPMULTISHIFTQB Z16, Z26, Z16
+	VPERMW (DI), Z16, Z17
+	VPADDW Z17, Z8, Z8
+	VPERMW (R8), Z16, Z18
+	VPADDW Z18, Z9, Z9
+	VPERMW (R9), Z16, Z19
+	VPADDW Z19, Z10, Z10
+	VPERMW (R10), Z16, Z20
+	VPADDW Z20, Z11, Z11
+	ADDQ $20, DX
+	ADDQ $64, DI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, R10
+	DECQ CX
+	JNE l4group
+	LUT_ACC(Z8, Y8, 0)
+	LUT_ACC(Z9, Y9, 128)
+	LUT_ACC(Z10, Y10, 256)
+	LUT_ACC(Z11, Y11, 384)
+	IMUL3Q $20, BX, AX
+	ADDQ AX, SI // the next block's codes of the chunk
+	ADDQ $512, R11
+	DECQ R13
+	JNE l4block
+
+l4next:
+	ADDQ R14, R12
+	CMPQ R12, BX
+	JLT l4chunk
+
+	// The sums to floats: float32(sum)·scale·xs.
+	MOVQ xs+40(FP), AX
+	VBROADCASTSS 0(AX), Z28
+	VBROADCASTSS 4(AX), Z29
+	VBROADCASTSS 8(AX), Z30
+	VBROADCASTSS 12(AX), Z31
+	MOVQ scale+48(FP), R11
+	MOVQ out+56(FP), DX
+	MOVQ ldo+64(FP), R14
+	MOVQ nblk+32(FP), R13
+
+l4store:
+	MOVQ DX, AX
+	LUT_STORE4(0, Z28)
+	ADDQ R14, AX
+	LUT_STORE4(128, Z29)
+	ADDQ R14, AX
+	LUT_STORE4(256, Z30)
+	ADDQ R14, AX
+	LUT_STORE4(384, Z31)
+	ADDQ $512, R15
+	ADDQ $128, R11
+	ADDQ $128, DX
+	DECQ R13
+	JNE l4store
+
+l4done:
+	VZEROUPPER
+	RET
