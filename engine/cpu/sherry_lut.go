@@ -9,25 +9,30 @@ import (
 // 32 patterns of four weights, so against one token a code's product
 // with its four activations is one of 32 numbers: T_g[c] = Σ_p w_c[p]·q[4g+p]
 // for each group g of four activations, built once per token and core
-// (K/4 tables of 32 int16, |T| ≤ 381) and shared by every row. A row's dot is then
+// (K/4 tables of 32 int16, |T| ≤ 381) and shared by every row. A row's
+// dot is then
 // Σ_g T_g[code(row, g)]: one table lookup per code instead of decoding it
 // into four weights and multiplying them (sherry_kernels.go).
 //
 // The lookup that does it, VPERMW, takes one 32-entry table and 32 word
 // indices, so the layout puts the codes of one group for 32 rows
-// together: rows are cut into blocks of 32, and block b holds, group by
-// group, 20 bytes: row 32b+r's code at bits 5r…5r+4 (little-endian). A
-// block's bytes are one sequential stream (K/4·20 bytes: 1.25 bits a
-// weight, as the file; rows past the matrix's last are zero codes), and
-// the kernel walks four blocks a quarter of the call apart, as the
-// as-stored kernel walks its rows. On Zen 4 VPERMW and the VPERMB that
-// spreads the codes run beside the multiply pipes the as-stored kernel
-// saturates: 1.45 ns a row of 256 weights from L2 against 2.1
-// (docs/engine.md, "Sherry by table lookup").
+// together: rows are cut into blocks of 32, and a block is 64-byte
+// triples, triple k holding its rows' codes of groups 3k, 3k+1, 3k+2:
+// qword j rows 4j…4j+3, group 3k+h's code of row 4j+i at bits 20h+5i. A
+// VPMULTISHIFTQB per group moves the 32 codes to their word lanes, with
+// no shuffle before the lookup. 60 of each 64 bits hold codes, so the
+// layout takes 1.33 bits a weight against the file's 1.25 (groups padded
+// to whole triples; rows past the matrix's last are zero codes, and so
+// are the padding groups' tables). A block is one sequential stream of
+// aligned loads; the kernel walks four blocks a quarter of the call
+// apart, as the as-stored kernel walks its rows. On Zen 4 VPERMW runs
+// beside the multiply pipes the as-stored kernel saturates: a row of 256
+// weights from L2 in ~1.5 ns against 2.3 as stored (docs/engine.md,
+// "Sherry by table lookup").
 //
 // Prefill takes the rows tile by tile (lutTile), each tile four tokens at
-// a time where the table has rows4 (each code spread once for the four),
-// the rest token by token.
+// a time where the table has rows4 (each triple loaded once for the
+// four), the rest token by token.
 //
 // The load moves Sherry matrices to this layout where the kernel table
 // has the kernels (kernels.sherryLUT: AVX-512 VBMI); the sums are the
@@ -49,8 +54,12 @@ type sherryLUTKernels struct {
 // lutBlock is the layout's row block: VPERMW's 32 word lanes.
 const lutBlock = 32
 
+// lutGroups is the groups of four a row of k holds, padded to whole
+// triples (the layout's 64-byte units: three groups' codes of a block).
+func lutGroups(k int) int { return (k/4 + 2) / 3 * 3 }
+
 // lutBlockBytes is one block's bytes for k columns.
-func lutBlockBytes(k int) int { return k / 4 * 20 }
+func lutBlockBytes(k int) int { return lutGroups(k) / 3 * 64 }
 
 // repackSherryLUT moves Sherry matrix l to the lookup layout (nil where
 // the table has no kernels for it or K is not whole groups of 32).
@@ -60,9 +69,7 @@ func repackSherryLUT(k *kernels, l *ternLinear, mem *arena) *ternLinear {
 	}
 	nblk := (l.r + lutBlock - 1) / lutBlock
 	bb := lutBlockBytes(l.c)
-	// 64 bytes past the last block: the kernel spreads each group's 20
-	// bytes from a 64-byte load.
-	data := mem.alloc(nblk*bb + 64)
+	data := mem.alloc(nblk * bb)
 	parallelRows(nblk, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			transposeSherryBlock(data[b*bb:(b+1)*bb], l, b)
@@ -83,13 +90,12 @@ func transposeSherryBlock(dst []byte, l *ternLinear, b int) {
 		}
 		src := l.data[row*l.rowBytes : (row+1)*l.rowBytes]
 		for g := range l.c / 4 {
-			c := sherryCode(src, g)
-			bit := 5 * r
-			v := uint16(c) << (bit % 8)
-			o := g*20 + bit/8
-			dst[o] |= byte(v)
+			// Triple g/3, qword r/4, bits 20·(g%3) + 5·(r%4).
+			bit := 64*8*(g/3) + 64*(r/4) + 20*(g%3) + 5*(r%4)
+			v := uint16(sherryCode(src, g)) << (bit % 8)
+			dst[bit/8] |= byte(v)
 			if v > 0xff {
-				dst[o+1] |= byte(v >> 8)
+				dst[bit/8+1] |= byte(v >> 8)
 			}
 		}
 	}
@@ -137,12 +143,14 @@ func (a *acts) tablesFor(kl *sherryLUTKernels) ([]int16, *lutTables) {
 		panic("cpu: a Sherry lookup product without acts.prepare")
 	}
 	b := lutTablePool.Get().(*lutTables)
-	g := a.k / 4
-	if b.gen != a.lutGen || len(b.t) != a.n*g*32 {
+	g, gp := a.k/4, lutGroups(a.k)
+	if b.gen != a.lutGen || len(b.t) != a.n*gp*32 {
 		b.gen = a.lutGen
-		b.t = grow(b.t, a.n*g*32)
+		b.t = grow(b.t, a.n*gp*32)
 		for t := range a.n {
-			kl.tables(a.q[t*a.k:t*a.k+4*g], b.t[t*g*32:(t+1)*g*32])
+			tab := b.t[t*gp*32 : (t+1)*gp*32]
+			kl.tables(a.q[t*a.k:t*a.k+4*g], tab[:g*32])
+			clear(tab[g*32:]) // the padding groups' codes are 0: their table, too
 		}
 	}
 	return b.t, b
@@ -163,8 +171,8 @@ func (l *ternLinear) mulSherryLUT(out []float32, ldo int, a *acts, r0, r1 int) {
 	kl := a.kern.sherryLUT
 	tabs, buf := a.tablesFor(kl)
 	defer lutTablePool.Put(buf)
-	g := l.c / 4
-	if a.n == 1 { // decode: the whole range in one call, four long streams
+	g := lutGroups(l.c) // a token's tables: g·32
+	if a.n == 1 {       // decode: the whole range in one call, four long streams
 		l.lutRange(kl, tabs, a.scale[0], out[:l.r], r0, r1)
 		return
 	}

@@ -11,10 +11,10 @@ import (
 func sherryLUTTablesVNNI(q *int8, groups int, dst *int16, c *[5][64]byte)
 
 //go:noescape
-func sherryLUTRows4VBMI(blocks *byte, tab *int16, tstride int, groups int, nblk int, xs *float32, scale *float32, out *float32, ldo int, acc *int32, c *[2][64]byte)
+func sherryLUTRows4VBMI(blocks *byte, tab *int16, tstride int, triples int, nblk int, xs *float32, scale *float32, out *float32, ldo int, acc *int32, c *[3][64]byte)
 
 //go:noescape
-func sherryLUTRowsVBMI(blocks *byte, tab *int16, groups int, nblk int, xs float32, scale *float32, out *float32, c *[2][64]byte)
+func sherryLUTRowsVBMI(blocks *byte, tab *int16, triples int, nblk int, xs float32, scale *float32, out *float32, c *[3][64]byte)
 
 // sherryLUTTableConsts are sherryLUTTablesVNNI's vectors: the codes'
 // signed weights (dword 4L+i: code 8L+i, then code 8L+4+i), −128·Σw of
@@ -37,17 +37,15 @@ var sherryLUTTableConsts = func() (c [5][64]byte) {
 	return
 }()
 
-// sherryLUTRowConsts are sherryLUTRowsVBMI's vectors: the spread index
-// (qword j takes the block's bytes from 20j/8 on) and the multishift
-// control (word r of qword j takes bits 20j mod 8 + 5r).
-var sherryLUTRowConsts = func() (c [2][64]byte) {
-	for j := range 8 {
-		for m := range 8 {
-			c[0][8*j+m] = byte(5*j/2 + m)
-		}
-		for r := range 4 {
-			off := byte(5*r + 4*(j%2))
-			c[1][8*j+2*r], c[1][8*j+2*r+1] = off, off
+// sherryLUTRowConsts are the lookup kernels' multishift controls: with
+// control h, word i of each qword (4j+i of the block) takes bits 20h+5i
+// (group 3k+h's code of row 4j+i in the block's triple k).
+var sherryLUTRowConsts = func() (c [3][64]byte) {
+	for h := range 3 {
+		for j := range 8 {
+			for i := range 4 {
+				c[h][8*j+2*i], c[h][8*j+2*i+1] = byte(20*h+5*i), byte(20*h+5*i)
+			}
 		}
 	}
 	return
@@ -66,28 +64,28 @@ func useSherryLUT(k *kernels) {
 			sherryLUTTablesVNNI(unsafe.SliceData(q), g, unsafe.SliceData(dst), &sherryLUTTableConsts)
 		},
 		rows: func(blocks []byte, tab []int16, nblk int, xs float32, scale, out []float32) {
-			g := len(tab) / 32
+			tr := len(tab) / 96 // triples: the tables are padded to whole ones
 			if nblk == 0 {
 				return
 			}
-			_ = blocks[nblk*lutBlockBytes(4*g)+63]
+			_ = blocks[nblk*64*tr-1]
 			_ = scale[nblk*lutBlock-1]
 			_ = out[nblk*lutBlock-1]
-			sherryLUTRowsVBMI(unsafe.SliceData(blocks), unsafe.SliceData(tab), g, nblk, xs, unsafe.SliceData(scale), unsafe.SliceData(out), &sherryLUTRowConsts)
+			sherryLUTRowsVBMI(unsafe.SliceData(blocks), unsafe.SliceData(tab), tr, nblk, xs, unsafe.SliceData(scale), unsafe.SliceData(out), &sherryLUTRowConsts)
 		},
 		rows4: func(blocks []byte, tabs []int16, nblk int, xs []float32, scale, out []float32, ldo int) {
-			g := len(tabs) / 128
+			tr := len(tabs) / 384
 			if nblk == 0 {
 				return
 			}
-			_ = blocks[nblk*lutBlockBytes(4*g)+63]
+			_ = blocks[nblk*64*tr-1]
 			_ = xs[3]
 			_ = scale[nblk*lutBlock-1]
 			_ = out[3*ldo+nblk*lutBlock-1]
 			var acc [lutTile / lutBlock * 4 * lutBlock]int32 // a tile's sums
 			for b := 0; b < nblk; b += lutTile / lutBlock {
 				n := min(nblk-b, lutTile/lutBlock)
-				sherryLUTRows4VBMI(&blocks[b*lutBlockBytes(4*g)], unsafe.SliceData(tabs), 64*g, g, n, &xs[0],
+				sherryLUTRows4VBMI(&blocks[b*64*tr], unsafe.SliceData(tabs), 192*tr, tr, n, &xs[0],
 					&scale[b*lutBlock], &out[b*lutBlock], 4*ldo, &acc[0], &sherryLUTRowConsts)
 			}
 		},

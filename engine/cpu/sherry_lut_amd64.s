@@ -41,17 +41,26 @@ tdone:
 	VZEROUPPER
 	RET
 
-// LUT_BLOCK adds block src's codes of the current group, looked up in the
-// table Z24, to the word sums acc: VPERMB spreads the group's 20 bytes so
-// that qword j holds rows 4j…4j+3 (bits 20j… of the block's 160),
-// VPMULTISHIFTQB moves row 4j+r's code to the low byte of word 4j+r (the
-// high bits of each word are the next codes', which VPERMW ignores), and
-// VPERMW looks them up.
-#define LUT_BLOCK(src, acc) \
-	VPERMB src, Z25, Z16; \
-	VPMULTISHIFTQB Z16, Z26, Z16; \
-	VPERMW Z24, Z16, Z16; \
-	VPADDW Z16, acc, acc
+// A block's triple k (64 bytes) holds its codes of groups 3k, 3k+1,
+// 3k+2: qword j rows 4j…4j+3, group 3k+h's code of row 4j+i at bits
+// 20h+5i. VPMULTISHIFTQB with control h (Z24–Z26) moves group 3k+h's
+// code of row 4j+i to the low byte of word 4j+i (the high bits are other
+// codes', which VPERMW ignores): no shuffle before the lookup.
+
+// LUT3_LOOK looks the codes in z (control ctl) up in the table t and adds
+// them into acc.
+#define LUT3_LOOK(z, ctl, t, tmp, acc) \
+	VPMULTISHIFTQB z, ctl, tmp; \
+	VPERMW t, tmp, tmp; \
+	VPADDW tmp, acc, acc
+
+// LUT3_BLOCK adds a block's triple at src, looked up in the tables Z14–Z16,
+// into acc.
+#define LUT3_BLOCK(src, acc) \
+	VMOVDQU64 src, Z17; \
+	LUT3_LOOK(Z17, Z24, Z14, Z18, acc); \
+	LUT3_LOOK(Z17, Z25, Z15, Z19, acc); \
+	LUT3_LOOK(Z17, Z26, Z16, Z20, acc)
 
 // LUT_WIDEN adds the word sums acc (rows 0–31 of a block) into the dword
 // sums lo (rows 0–15) and hi (16–31).
@@ -74,13 +83,13 @@ tdone:
 	VMULPS Z27, hi, hi; \
 	VMOVUPS hi, 64(out)
 
-// LUT_PAIR looks block A's codes (Z16) and B's (Z17) up in one token's
-// table t and adds them into a and b.
-#define LUT_PAIR(t, a, b) \
-	VPERMW t, Z16, Z18; \
-	VPADDW Z18, a, a; \
-	VPERMW t, Z17, Z19; \
-	VPADDW Z19, b, b
+// LUT_PAIR looks block A's indices (ia) and B's (ib) up in table t and
+// adds them into a and b.
+#define LUT_PAIR(t, ia, ib, a, b) \
+	VPERMW t, ia, Z27; \
+	VPADDW Z27, a, a; \
+	VPERMW t, ib, Z28; \
+	VPADDW Z28, b, b
 
 // LUT_ACC adds the word sums acc (a block's 32 rows, one token) into
 // the dword sums at off(R11).
@@ -105,37 +114,64 @@ tdone:
 	VMULPS x, Z1, Z1; \
 	VMOVUPS Z1, 64(AX)
 
-// LUT_CHUNK sets CX to the groups of the next chunk (at most 64: 64·381
-// fits the word sums) and takes them off R12.
+// LUT_CHUNK sets CX to the triples of the next chunk (at most 21: 63
+// groups, 63·381 fits the word sums) and takes them off R12.
 #define LUT_CHUNK \
-	MOVQ $64, CX; \
+	MOVQ $21, CX; \
 	CMPQ R12, CX; \
 	CMOVQLT R12, CX; \
 	SUBQ CX, R12
 
-// func sherryLUTRowsVBMI(blocks *byte, tab *int16, groups int, nblk int, xs float32, scale *float32, out *float32, c *[2][64]byte)
+
+// LUT4_PAIR_H: blocks A (Z16) and B (Z17), group h of the triple (control
+// ctl, tables at off of the four tokens' pointers DI, R8–R10).
+#define LUT4_PAIR_H(ctl, off) \
+	VPMULTISHIFTQB Z16, ctl, Z18; \
+	VPMULTISHIFTQB Z17, ctl, Z19; \
+	VMOVDQU64 off(DI), Z20; \
+	LUT_PAIR(Z20, Z18, Z19, Z8, Z0); \
+	VMOVDQU64 off(R8), Z21; \
+	LUT_PAIR(Z21, Z18, Z19, Z9, Z1); \
+	VMOVDQU64 off(R9), Z22; \
+	LUT_PAIR(Z22, Z18, Z19, Z10, Z2); \
+	VMOVDQU64 off(R10), Z23; \
+	LUT_PAIR(Z23, Z18, Z19, Z11, Z3)
+
+// LUT4_ONE_H: one block (Z16), group h, the four tokens.
+#define LUT4_ONE_H(ctl, off) \
+	VPMULTISHIFTQB Z16, ctl, Z18; \
+	VPERMW off(DI), Z18, Z19; \
+	VPADDW Z19, Z8, Z8; \
+	VPERMW off(R8), Z18, Z20; \
+	VPADDW Z20, Z9, Z9; \
+	VPERMW off(R9), Z18, Z21; \
+	VPADDW Z21, Z10, Z10; \
+	VPERMW off(R10), Z18, Z22; \
+	VPADDW Z22, Z11, Z11
+
+// func sherryLUTRowsVBMI(blocks *byte, tab *int16, triples int, nblk int, xs float32, scale *float32, out *float32, c *[3][64]byte)
 // nblk blocks of 32 rows: four at a time while four remain, blocks b,
 // b+q, b+2q, b+3q (q = nblk/4) sharing each table load, each walking its
 // blocks front to back (four sequential streams); then the nblk mod 4
 // last ones alone.
 TEXT ·sherryLUTRowsVBMI(SB), NOSPLIT, $0-64
 	MOVQ blocks+0(FP), SI
-	MOVQ groups+16(FP), BX
+	MOVQ triples+16(FP), BX
 	MOVQ nblk+24(FP), R13
 	MOVQ scale+40(FP), R11
 	MOVQ out+48(FP), DX
 	MOVQ c+56(FP), AX
-	VMOVDQU64 0(AX), Z25
-	VMOVDQU64 64(AX), Z26
+	VMOVDQU64 0(AX), Z24
+	VMOVDQU64 64(AX), Z25
+	VMOVDQU64 128(AX), Z26
 	VBROADCASTSS xs+32(FP), Z27
-	TESTQ BX, BX
-	JEQ lzero
 	MOVQ R13, R14
 	SHRQ $2, R14
 	JEQ lone
-	// R8–R10 the other streams, q blocks (q·groups·20 bytes) apart;
+	// R8–R10 the other streams, q blocks (q·triples·64 bytes) apart;
 	// R15 the streams' distance in scale and out (q·128 bytes).
-	IMUL3Q $20, BX, AX
+	MOVQ BX, AX
+	SHLQ $6, AX
 	IMULQ R14, AX
 	LEAQ (SI)(AX*1), R8
 	LEAQ (R8)(AX*1), R9
@@ -154,6 +190,8 @@ lquad:
 	VPXORD Z7, Z7, Z7
 	MOVQ BX, R12
 	MOVQ tab+8(FP), DI
+	TESTQ R12, R12
+	JEQ lqstore
 
 lqchunk:
 	LUT_CHUNK
@@ -162,25 +200,29 @@ lqchunk:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-lqgroup:
-	VMOVDQU64 (DI), Z24
-	LUT_BLOCK((SI), Z8)
-	LUT_BLOCK((R8), Z9)
-	LUT_BLOCK((R9), Z10)
-	LUT_BLOCK((R10), Z11)
-	ADDQ $20, SI
-	ADDQ $20, R8
-	ADDQ $20, R9
-	ADDQ $20, R10
-	ADDQ $64, DI
+lqtriple:
+	VMOVDQU64 (DI), Z14
+	VMOVDQU64 64(DI), Z15
+	VMOVDQU64 128(DI), Z16
+	LUT3_BLOCK((SI), Z8)
+	LUT3_BLOCK((R8), Z9)
+	LUT3_BLOCK((R9), Z10)
+	LUT3_BLOCK((R10), Z11)
+	ADDQ $64, SI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, R10
+	ADDQ $192, DI
 	DECQ CX
-	JNE lqgroup
+	JNE lqtriple
 	LUT_WIDEN(Z8, Y8, Z0, Z1)
 	LUT_WIDEN(Z9, Y9, Z2, Z3)
 	LUT_WIDEN(Z10, Y10, Z4, Z5)
 	LUT_WIDEN(Z11, Y11, Z6, Z7)
 	TESTQ R12, R12
 	JNE lqchunk
+
+lqstore:
 	LUT_STORE(Z0, Z1, R11, DX)
 	LEAQ (R11)(R15*1), AX
 	LEAQ (DX)(R15*1), CX
@@ -211,21 +253,27 @@ lblock:
 	VPXORD Z1, Z1, Z1
 	MOVQ BX, R12
 	MOVQ tab+8(FP), DI
+	TESTQ R12, R12
+	JEQ lostore
 
 lochunk:
 	LUT_CHUNK
 	VPXORD Z8, Z8, Z8
 
-logroup:
-	VMOVDQU64 (DI), Z24
-	LUT_BLOCK((SI), Z8)
-	ADDQ $20, SI
-	ADDQ $64, DI
+lotriple:
+	VMOVDQU64 (DI), Z14
+	VMOVDQU64 64(DI), Z15
+	VMOVDQU64 128(DI), Z16
+	LUT3_BLOCK((SI), Z8)
+	ADDQ $64, SI
+	ADDQ $192, DI
 	DECQ CX
-	JNE logroup
+	JNE lotriple
 	LUT_WIDEN(Z8, Y8, Z0, Z1)
 	TESTQ R12, R12
 	JNE lochunk
+
+lostore:
 	LUT_STORE(Z0, Z1, R11, DX)
 	ADDQ $128, R11
 	ADDQ $128, DX
@@ -236,34 +284,23 @@ ldone:
 	VZEROUPPER
 	RET
 
-lzero: // K = 0: every sum is 0
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-
-lzblock:
-	TESTQ R13, R13
-	JEQ ldone
-	LUT_STORE(Z0, Z1, R11, DX)
-	ADDQ $128, R11
-	ADDQ $128, DX
-	DECQ R13
-	JMP lzblock
-
-// func sherryLUTRows4VBMI(blocks *byte, tab *int16, tstride int, groups int, nblk int, xs *float32, scale *float32, out *float32, ldo int, acc *int32, c *[2][64]byte)
+// func sherryLUTRows4VBMI(blocks *byte, tab *int16, tstride int, triples int, nblk int, xs *float32, scale *float32, out *float32, ldo int, acc *int32, c *[3][64]byte)
 // Prefill: nblk blocks against four tokens, whose tables lie tstride
-// bytes apart and whose outputs ldo bytes apart: each group's codes are
-// spread once and looked up in the four tables. The groups go 64 at a
-// time over all the blocks, so that the four tokens' tables of those 64
-// (16 KB) stay in L1 (block by block over all groups, the tables came
-// from L2 at 256 bytes a group: its bandwidth bound the kernel); the
-// sums wait in acc (nblk·4·32 int32: block b, token t at (4b+t)·128).
+// bytes apart and whose outputs ldo bytes apart: each triple's codes are
+// loaded once and looked up in the four tables. The triples go 21 at a
+// time over all the blocks, so that the four tokens' tables of those 63
+// groups (16 KB) stay in L1 (block by block over all groups, the tables
+// came from L2 at 256 bytes a group: its bandwidth bound the kernel);
+// two blocks share each table load; the sums wait in acc (nblk·4·32
+// int32: block b, token t at (4b+t)·128).
 TEXT ·sherryLUTRows4VBMI(SB), NOSPLIT, $0-88
-	MOVQ groups+24(FP), BX
+	MOVQ triples+24(FP), BX
 	MOVQ nblk+32(FP), R13
 	MOVQ acc+72(FP), R15
 	MOVQ c+80(FP), AX
-	VMOVDQU64 0(AX), Z25
-	VMOVDQU64 64(AX), Z26
+	VMOVDQU64 0(AX), Z24
+	VMOVDQU64 64(AX), Z25
+	VMOVDQU64 128(AX), Z26
 	TESTQ R13, R13
 	JEQ l4done
 	// Zero the sums.
@@ -277,27 +314,27 @@ l4zero:
 	ADDQ $64, AX
 	DECQ CX
 	JNE l4zero
-	XORQ R12, R12 // the chunk's first group
+	XORQ R12, R12 // the chunk's first triple
 
 l4chunk:
 	MOVQ BX, CX
 	SUBQ R12, CX
-	CMPQ CX, $64
+	CMPQ CX, $21
 	JLE l4cn
-	MOVQ $64, CX
+	MOVQ $21, CX
 
 l4cn:
-	MOVQ CX, R14 // the chunk's groups
+	MOVQ CX, R14 // the chunk's triples
 	MOVQ blocks+0(FP), SI
-	IMUL3Q $20, R12, AX
+	MOVQ R12, AX
+	SHLQ $6, AX
 	ADDQ AX, SI // block 0's codes of the chunk
 	MOVQ R15, R11 // the block's sums
 	MOVQ nblk+32(FP), R13
 
 l4block:
 	MOVQ tab+8(FP), DI
-	MOVQ R12, AX
-	SHLQ $6, AX
+	IMUL3Q $192, R12, AX
 	ADDQ AX, DI
 	MOVQ tstride+16(FP), AX
 	LEAQ (DI)(AX*1), R8
@@ -307,9 +344,10 @@ l4block:
 	MOVQ R14, CX
 	CMPQ R13, $2
 	JLT l4single
-	// Two blocks (the second bb = 20·groups bytes on, in AX) share each
+	// Two blocks (the second triples·64 bytes on, in AX) share each
 	// table load: block A's sums in Z8–Z11, B's in Z0–Z3.
-	IMUL3Q $20, BX, AX
+	MOVQ BX, AX
+	SHLQ $6, AX
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 	VPXORD Z10, Z10, Z10
@@ -319,26 +357,19 @@ l4block:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-l4pgroup:
-	VMOVDQU64 (DI), Z20
-	VMOVDQU64 (R8), Z21
-	VMOVDQU64 (R9), Z22
-	VMOVDQU64 (R10), Z23
-	VPERMB (DX), Z25, Z16
-	VPMULTISHIFTQB Z16, Z26, Z16
-	VPERMB (DX)(AX*1), Z25, Z17
-	VPMULTISHIFTQB Z17, Z26, Z17
-	LUT_PAIR(Z20, Z8, Z0)
-	LUT_PAIR(Z21, Z9, Z1)
-	LUT_PAIR(Z22, Z10, Z2)
-	LUT_PAIR(Z23, Z11, Z3)
-	ADDQ $20, DX
-	ADDQ $64, DI
-	ADDQ $64, R8
-	ADDQ $64, R9
-	ADDQ $64, R10
+l4ptriple:
+	VMOVDQU64 (DX), Z16
+	VMOVDQU64 (DX)(AX*1), Z17
+	LUT4_PAIR_H(Z24, 0)
+	LUT4_PAIR_H(Z25, 64)
+	LUT4_PAIR_H(Z26, 128)
+	ADDQ $64, DX
+	ADDQ $192, DI
+	ADDQ $192, R8
+	ADDQ $192, R9
+	ADDQ $192, R10
 	DECQ CX
-	JNE l4pgroup
+	JNE l4ptriple
 	LUT_ACC(Z8, Y8, 0)
 	LUT_ACC(Z9, Y9, 128)
 	LUT_ACC(Z10, Y10, 256)
@@ -347,7 +378,8 @@ l4pgroup:
 	LUT_ACC(Z1, Y1, 640)
 	LUT_ACC(Z2, Y2, 768)
 	LUT_ACC(Z3, Y3, 896)
-	IMUL3Q $40, BX, AX
+	MOVQ BX, AX
+	SHLQ $7, AX
 	ADDQ AX, SI // the block after next's codes of the chunk
 	ADDQ $1024, R11
 	SUBQ $2, R13
@@ -360,29 +392,24 @@ l4single:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-l4group:
-	VPERMB (DX), Z25, Z16
-	VPMULTISHIFTQB Z16, Z26, Z16
-	VPERMW (DI), Z16, Z17
-	VPADDW Z17, Z8, Z8
-	VPERMW (R8), Z16, Z18
-	VPADDW Z18, Z9, Z9
-	VPERMW (R9), Z16, Z19
-	VPADDW Z19, Z10, Z10
-	VPERMW (R10), Z16, Z20
-	VPADDW Z20, Z11, Z11
-	ADDQ $20, DX
-	ADDQ $64, DI
-	ADDQ $64, R8
-	ADDQ $64, R9
-	ADDQ $64, R10
+l4triple:
+	VMOVDQU64 (DX), Z16
+	LUT4_ONE_H(Z24, 0)
+	LUT4_ONE_H(Z25, 64)
+	LUT4_ONE_H(Z26, 128)
+	ADDQ $64, DX
+	ADDQ $192, DI
+	ADDQ $192, R8
+	ADDQ $192, R9
+	ADDQ $192, R10
 	DECQ CX
-	JNE l4group
+	JNE l4triple
 	LUT_ACC(Z8, Y8, 0)
 	LUT_ACC(Z9, Y9, 128)
 	LUT_ACC(Z10, Y10, 256)
 	LUT_ACC(Z11, Y11, 384)
-	IMUL3Q $20, BX, AX
+	MOVQ BX, AX
+	SHLQ $6, AX
 	ADDQ AX, SI // the next block's codes of the chunk
 	ADDQ $512, R11
 	DECQ R13

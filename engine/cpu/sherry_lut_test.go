@@ -108,10 +108,13 @@ func TestSherryLUTProduct(t *testing.T) {
 
 // sherryLUTCode is row r's code of group g in the lookup layout.
 func (l *ternLinear) sherryLUTCode(r, g int) int {
-	bb := lutBlockBytes(l.c)
-	blk := l.data[r/lutBlock*bb+g*20:]
-	bit := 5 * (r % lutBlock)
-	v := uint16(blk[bit>>3]) | uint16(blk[bit>>3+1])<<8
+	blk := l.data[r/lutBlock*lutBlockBytes(l.c):]
+	rr := r % lutBlock
+	bit := 64*8*(g/3) + 64*(rr/4) + 20*(g%3) + 5*(rr%4)
+	v := uint16(blk[bit>>3])
+	if bit>>3+1 < len(blk) {
+		v |= uint16(blk[bit>>3+1]) << 8
+	}
 	return int(v >> (bit & 7) & 31)
 }
 
