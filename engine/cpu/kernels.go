@@ -40,9 +40,10 @@ type kernels struct {
 	tern  [numTernTypes]ternKernels
 	quant [numQuantTypes]quantKernels
 	// sherryNative says the table's Sherry kernels decode the 1.25-bit
-	// rows as stored faster than the I2x4 repack (AVX-512 VBMI: 1.2× on
-	// the 12-layer model, docs/engine.md "Sherry as stored"), so the load
-	// keeps them (repackFor).
+	// rows faster than the I2x4 repack (AVX-512 VBMI: 1.2× on the
+	// 12-layer model, docs/engine.md "Sherry as stored"), so the load
+	// keeps Sherry at its own width (repackFor): in the lookup layout
+	// where sherryLUT is set, else as stored.
 	sherryNative bool
 	// sherryLUT, where set, multiplies Sherry matrices in the lookup
 	// layout the load then moves them to (sherry_lut.go).

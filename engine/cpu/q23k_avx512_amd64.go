@@ -17,8 +17,9 @@ package cpu
 // Q3_K's AVX2 kernel is compute-bound the same way (8–9.5 ns a super-block
 // on one core, 12–14 GB/s), which kept the q3x head (a Q3_K sketch, 141 MB
 // on BitNet-2B) from finishing before q4x's. Its 512-bit kernel builds
-// the 3-bit codes with two shifts, a mask and a VPTERNLOGD per 64, one
-// VPDPBUSD, and applies the signed scales to packed sums by VPMADDWD.
+// 64 3-bit codes with a shift, a VGF2P8AFFINEQB (the third bits) and a
+// VPTERNLOGD, one VPDPBUSD, and applies the signed scales to packed sums
+// by VPMADDWD.
 
 //go:noescape
 func rowsQ2KVNNI(w *byte, q *int8, d *float32, bsum *int16, nb int, nrows int, out *float32)
